@@ -1,0 +1,31 @@
+# imgproc: set-up commands. Each target creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: demo test bench clean
+
+$(VENV)/bin/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml $(VENV)/bin/activate
+	$(PIP) install --quiet -e ".[test]"
+	touch $@
+
+$(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed
+	$(PIP) install --quiet -e ".[test,bench]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) scripts/demo.py
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) out

@@ -1,0 +1,72 @@
+"""imgproc: image-processing pipelines on JAX.
+
+Filters match scipy.ndimage (float64 reference) to float32 precision; pipelines run as one
+compiled XLA program on CPU, GPU or TPU. See the README for the tour.
+
+Example:
+    >>> import numpy as np, imgproc
+    >>> img = imgproc.load_image("sample_images/chelsea_noisy.jpg")
+    >>> out = imgproc.presets.denoise()(img)
+    >>> out.shape, out.dtype
+    ((300, 451, 3), dtype('uint8'))
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from imgproc import kernels, presets
+from imgproc._arrays import DTYPES, LAYOUTS
+from imgproc._boundary import MODES
+from imgproc._convolution import METHODS, convolve, correlate
+from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
+from imgproc._io import load_image, save_image
+from imgproc._pipeline import Pipeline, register_op, registered_ops
+from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
+from imgproc.metrics import psnr
+
+try:
+    __version__ = _version("imgproc-jax")
+except PackageNotFoundError:  # running from a source tree without installing
+    __version__ = "0+unknown"
+
+
+def _kernel_option(opts):
+    if "kernel" in opts:
+        import numpy as _np
+
+        opts = {**opts, "kernel": _np.asarray(opts["kernel"], _np.float32)}
+    return opts
+
+
+for _fn in (box_blur, gaussian_blur, sharpen, unsharp_mask, emboss, edges):
+    register_op(_fn.__name__, _fn)
+register_op("correlate", correlate, parse=_kernel_option)
+register_op("convolve", convolve, parse=_kernel_option)
+del _fn
+
+__all__ = [
+    "DTYPES",
+    "LAYOUTS",
+    "METHODS",
+    "MODES",
+    "ImgprocError",
+    "InputError",
+    "InvalidImageError",
+    "OutputError",
+    "Pipeline",
+    "WriteError",
+    "box_blur",
+    "convolve",
+    "correlate",
+    "edges",
+    "emboss",
+    "gaussian_blur",
+    "kernels",
+    "load_image",
+    "presets",
+    "psnr",
+    "register_op",
+    "registered_ops",
+    "save_image",
+    "sharpen",
+    "unsharp_mask",
+]

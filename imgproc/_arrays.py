@@ -1,0 +1,109 @@
+"""Layouts and dtypes: the one place images are reshaped and cast.
+
+Every filter works internally on a 4-D ``(B, H, W, C)`` float32 array obtained by
+*reshaping only* (no transpose):
+
+===========  ======================  =============================
+layout       caller's shape          internal (B, H, W, C)
+===========  ======================  =============================
+``HW``       (H, W)                  (1, H, W, 1)
+``HWC``      (H, W, C)               (1, H, W, C)
+``NHWC``     (N, H, W, C)            (N, H, W, C)
+``CHW``      (C, H, W)               (C, H, W, 1)  (channels as planes)
+``NCHW``     (N, C, H, W)            (N*C, H, W, 1)
+===========  ======================  =============================
+
+``layout=None`` infers ``HW``, ``HWC`` or ``NHWC`` from ``ndim`` (2, 3, 4); channel-first
+layouts must be named.
+
+dtypes: uint8, uint16, float16, bfloat16 and float32 are accepted; arithmetic is float32;
+the output has the input's dtype. Integer output is rounded to nearest and saturated to
+the dtype's range once, at the end (no clipping between stages for floats).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
+_NDIM = {"HW": 2, "HWC": 3, "CHW": 3, "NHWC": 4, "NCHW": 4}
+_INFER = {2: "HW", 3: "HWC", 4: "NHWC"}
+DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32")
+
+
+def check_layout(layout, ndim: int) -> str:
+    """Resolve ``layout`` for an array of ``ndim`` dimensions or raise ``ValueError``."""
+    if layout is None:
+        if ndim not in _INFER:
+            raise ValueError(
+                f"image must have 2 (HW), 3 (HWC) or 4 (NHWC) dimensions; got ndim={ndim}"
+            )
+        return _INFER[ndim]
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
+    if _NDIM[layout] != ndim:
+        raise ValueError(f"layout {layout!r} needs a {_NDIM[layout]}-D array; got ndim={ndim}")
+    return layout
+
+
+def layout_ndim(layout) -> int:
+    """Number of dimensions of an array in ``layout`` (raises for an unknown layout)."""
+    if layout not in _NDIM:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
+    return _NDIM[layout]
+
+
+def check_dtype(dtype) -> np.dtype:
+    """Return the dtype or raise ``ValueError`` naming the supported ones."""
+    dt = jnp.dtype(dtype)
+    if dt.name not in DTYPES:
+        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)}; got {dt.name}")
+    return dt
+
+
+def to_bhwc(x, layout: str):
+    """Reshape ``x`` (in ``layout``) to the internal (B, H, W, C); no data movement."""
+    s = x.shape
+    if layout == "HW":
+        return x.reshape(1, s[0], s[1], 1)
+    if layout == "HWC":
+        return x.reshape(1, *s)
+    if layout == "CHW":
+        return x.reshape(s[0], s[1], s[2], 1)
+    if layout == "NCHW":
+        return x.reshape(s[0] * s[1], s[2], s[3], 1)
+    return x
+
+
+def from_bhwc(y, shape):
+    """Inverse of :func:`to_bhwc` for an image of the original ``shape``."""
+    return y.reshape(shape)
+
+
+def spatial_axes(layout: str) -> tuple[int, int]:
+    """Axes of (H, W) in an array of ``layout``."""
+    return {"HW": (0, 1), "HWC": (0, 1), "CHW": (1, 2), "NHWC": (1, 2), "NCHW": (2, 3)}[layout]
+
+
+def channel_axis(layout: str):
+    """Axis of C in ``layout`` (None for HW)."""
+    return {"HW": None, "HWC": 2, "CHW": 0, "NHWC": 3, "NCHW": 1}[layout]
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float32 for every supported input dtype (float64 stays float64 when x64 is on)."""
+    return jnp.promote_types(dtype, jnp.float32) if jnp.dtype(dtype) == jnp.float64 else jnp.dtype(jnp.float32)
+
+
+def to_compute(x):
+    return x.astype(compute_dtype(x.dtype))
+
+
+def to_output(y, dtype):
+    """Cast float ``y`` to ``dtype``: integers rounded to nearest and saturated, once."""
+    dt = jnp.dtype(dtype)
+    if jnp.issubdtype(dt, jnp.integer):
+        info = jnp.iinfo(dt)
+        return jnp.clip(jnp.round(y), info.min, info.max).astype(dt)
+    return y.astype(dt)

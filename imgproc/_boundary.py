@@ -1,0 +1,87 @@
+"""Boundary handling with scipy.ndimage's mode names.
+
+scipy.ndimage names (and what ``jnp.pad`` calls them):
+
+========== ============================== ==================
+mode       extension of ``a b c d``        ``jnp.pad`` name
+========== ============================== ==================
+reflect    ``d c b a | a b c d | d c b a`` ``"symmetric"``
+mirror     ``d c b | a b c d | c b a``     ``"reflect"``
+nearest    ``a a a | a b c d | d d d``     ``"edge"``
+wrap       ``b c d | a b c d | a b c``     ``"wrap"``
+constant   ``k k k | a b c d | k k k``     ``"constant"``
+========== ============================== ==================
+
+Instead of ``jnp.pad`` (whose reflecting modes cost more than a filter on CPU), the
+border is described by a static integer index map built with NumPy at trace time, so
+any radius works, also one larger than the image (scipy reflects repeatedly).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+
+
+def check_mode(mode: str) -> str:
+    """Return ``mode`` or raise ``ValueError`` naming the allowed modes."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Source index for each position of an axis of length ``n`` extended by
+    ``before``/``after`` elements, following scipy.ndimage's ``mode``.
+
+    Returns an int array of length ``before + n + after``. For ``"constant"`` the
+    positions outside ``[0, n)`` hold ``-1`` (the caller fills them with ``cval``).
+    """
+    check_mode(mode)
+    i = np.arange(-before, n + after)
+    if mode == "constant":
+        return np.where((i >= 0) & (i < n), i, -1)
+    if mode == "nearest":
+        return np.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(i, n)
+    if mode == "reflect":
+        if n == 1:
+            return np.zeros_like(i)
+        period = 2 * n
+        j = np.mod(i, period)
+        return np.where(j < n, j, period - 1 - j)
+    # mirror
+    if n == 1:
+        return np.zeros_like(i)
+    period = 2 * n - 2
+    j = np.mod(i, period)
+    return np.where(j < n, j, period - j)
+
+
+def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
+    """Extend ``x`` along ``axis`` by ``before``/``after`` elements with scipy's
+    ``mode``. Works for any radius, also one larger than the axis."""
+    if before == 0 and after == 0:
+        return x
+    n = x.shape[axis]
+    idx = index_map(n, before, after, mode)
+    if mode != "constant":
+        return jnp.take(x, jnp.asarray(idx), axis=axis)
+    shape_b = list(x.shape)
+    shape_b[axis] = before
+    shape_a = list(x.shape)
+    shape_a[axis] = after
+    fill = jnp.asarray(cval, x.dtype)
+    return jnp.concatenate(
+        [jnp.full(shape_b, fill, x.dtype), x, jnp.full(shape_a, fill, x.dtype)], axis=axis
+    )
+
+
+def pad_2d(x, radii, mode: str, cval=0.0):
+    """Extend the last two axes of ``x`` by ``radii = ((top, bottom), (left, right))``."""
+    (t, b), (l, r) = radii
+    x = pad_axis(x, t, b, x.ndim - 2, mode, cval)
+    return pad_axis(x, l, r, x.ndim - 1, mode, cval)

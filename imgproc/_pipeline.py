@@ -1,0 +1,210 @@
+"""Pipelines: stages chained into one compiled XLA program.
+
+A stage is a registered public op and its keyword options. The JSON spec of a pipeline
+is a list of ``{"op": NAME, ...options}`` where NAME is the public function's name::
+
+    [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "sharpen"}]
+
+Semantics (documented in the README):
+
+* The whole chain runs in float32; the result is cast to the input dtype once, at the end
+  (integers rounded and saturated), never between stages.
+* Deterministic stages run on the whole batch at once. Random stages (registered with
+  ``random=True``, called ``op(key, image, **options)``) run per image under ``vmap``;
+  image ``i`` of the batch gets ``jax.random.fold_in(key, indices[i])`` (``indices``
+  defaults to ``arange(B)``), and stage ``s`` uses ``fold_in(that, s)``. A sample's result
+  depends only on (key, its index).
+* One compiled program per input shape, dtype and layout (``jax.jit``'s cache); a second
+  call with the same shape does not recompile (``pipe.trace_count`` counts traces).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from imgproc._arrays import check_dtype, check_layout, layout_ndim, to_output
+
+__all__ = ["Pipeline", "register_op", "registered_ops"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OpInfo:
+    name: str
+    fn: Callable
+    random: bool = False
+    # Converts spec options to call options (e.g. nested stages to Stage objects).
+    parse: Callable[[dict], dict] | None = None
+
+
+_REGISTRY: dict[str, OpInfo] = {}
+
+
+def register_op(name: str, fn: Callable, *, random: bool = False, parse=None) -> Callable:
+    """Make ``fn`` usable as a pipeline stage called ``name`` in specs.
+
+    Deterministic ops are called ``fn(image, **options)``; random ops (``random=True``)
+    ``fn(key, image, **options)`` on one image at a time.
+    """
+    _REGISTRY[name] = OpInfo(name, fn, random, parse)
+    return fn
+
+
+def registered_ops() -> tuple[str, ...]:
+    """Names accepted as ``"op"`` in a spec."""
+    return tuple(sorted(_REGISTRY))
+
+
+def _lookup(op) -> OpInfo:
+    if isinstance(op, str):
+        if op not in _REGISTRY:
+            raise ValueError(f"unknown op {op!r}; known ops: {', '.join(registered_ops())}")
+        return _REGISTRY[op]
+    for info in _REGISTRY.values():
+        if info.fn is op:
+            return info
+    raise ValueError(
+        f"{getattr(op, '__name__', op)!r} is not a registered op; use one of "
+        f"{', '.join(registered_ops())} or imgproc.register_op"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One op with its options. ``Stage.of(x)`` accepts a spec dict, a ``(fn_or_name,
+    options)`` pair, a registered function or its name."""
+
+    info: OpInfo
+    options: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, item) -> "Stage":
+        if isinstance(item, Stage):
+            return item
+        if isinstance(item, dict):
+            if "op" not in item:
+                raise ValueError(f"a spec stage needs an 'op' key; got {item!r}")
+            opts = {k: v for k, v in item.items() if k != "op"}
+            info = _lookup(item["op"])
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict):
+            info, opts = _lookup(item[0]), dict(item[1])
+        else:
+            info, opts = _lookup(item), {}
+        if info.parse is not None:
+            opts = info.parse(opts)
+        return cls(info, opts)
+
+    def to_spec(self) -> dict:
+        return {"op": self.info.name, **{k: _spec_value(v) for k, v in self.options.items()}}
+
+    def __call__(self, image, key=None, *, layout=None):
+        """Apply to ``image`` (``key`` required for random ops, one image at a time)."""
+        opts = dict(self.options)
+        if layout is not None:
+            opts["layout"] = layout
+        if self.info.random:
+            return self.info.fn(key, image, **opts)
+        return self.info.fn(image, **opts)
+
+
+def _spec_value(v):
+    if isinstance(v, Stage):
+        return v.to_spec()
+    if isinstance(v, (list, tuple)):
+        return [_spec_value(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    return v
+
+
+class Pipeline:
+    """A chain of stages compiled into one XLA program.
+
+    Args:
+        stages: sequence of spec dicts (``{"op": "gaussian_blur", "sigma": 1.0}``),
+            ``(fn_or_name, options)`` pairs, registered functions or op names.
+        layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
+            ``"NHWC"`` or ``"NCHW"``.
+
+    Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
+    it has random stages. Output shape and dtype equal the input's.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}])
+        >>> pipe.to_spec()
+        [{'op': 'gaussian_blur', 'sigma': 1.0}, {'op': 'sharpen'}]
+        >>> pipe(np.zeros((8, 8, 3), np.uint8)).dtype
+        dtype('uint8')
+    """
+
+    def __init__(self, stages, *, layout=None):
+        if isinstance(stages, (str, dict)) or not hasattr(stages, "__iter__"):
+            raise ValueError("stages must be a list of stages (spec dicts, (op, options) pairs or ops)")
+        self.stages = tuple(Stage.of(s) for s in stages)
+        if layout is not None:
+            check_layout(layout, layout_ndim(layout))
+        self.layout = layout
+        self.trace_count = 0
+        self._compiled = jax.jit(self._run, static_argnames=("layout",))
+
+    @property
+    def is_random(self) -> bool:
+        return any(s.info.random for s in self.stages)
+
+    def to_spec(self) -> list[dict]:
+        """The JSON-serialisable spec: ``[{"op": NAME, ...options}, ...]``."""
+        return [s.to_spec() for s in self.stages]
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_spec(), **kwargs)
+
+    @classmethod
+    def from_spec(cls, spec, *, layout=None) -> "Pipeline":
+        """Build from a spec list (or its JSON text)."""
+        if isinstance(spec, (str, bytes)):
+            spec = json.loads(spec)
+        if not isinstance(spec, list):
+            raise ValueError(f"a pipeline spec is a JSON list of stages; got {type(spec).__name__}")
+        return cls(spec, layout=layout)
+
+    def __repr__(self):
+        return f"Pipeline({self.to_spec()!r}, layout={self.layout!r})"
+
+    def __call__(self, images, *, key=None, indices=None):
+        if not hasattr(images, "shape"):
+            images = np.asarray(images)
+        check_dtype(images.dtype)
+        layout = check_layout(self.layout, images.ndim)
+        if self.is_random and key is None:
+            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(...)")
+        if key is not None and indices is None:
+            n = images.shape[0] if layout in ("NHWC", "NCHW") else 1
+            indices = jnp.arange(n)
+        if indices is not None:
+            indices = jnp.asarray(indices)
+        return self._compiled(images, key, indices, layout=layout)
+
+    def _run(self, images, key, indices, *, layout):
+        self.trace_count += 1  # runs only while tracing: counts compilations
+        x = images.astype(jnp.float32)
+        is_batch = layout in ("NHWC", "NCHW")
+        image_layout = {"NHWC": "HWC", "NCHW": "CHW"}.get(layout, layout)
+        for s, stage in enumerate(self.stages):
+            if not stage.info.random:
+                x = stage(x, layout=layout)
+                continue
+            if not is_batch:
+                k = jax.random.fold_in(jax.random.fold_in(key, indices[0]), s)
+                x = stage(x, k, layout=image_layout)
+                continue
+            keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, i), s))(indices)
+            x = jax.vmap(lambda k, im: stage(im, k, layout=image_layout))(keys, x)
+        return to_output(x, images.dtype)

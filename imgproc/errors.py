@@ -1,0 +1,47 @@
+"""Errors a user can cause, each with the command line's exit code (see the README)."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ImgprocError",
+    "InvalidImageError",
+    "InputError",
+    "OutputError",
+    "WriteError",
+]
+
+
+class ImgprocError(Exception):
+    """Base class; ``exit_code`` is what ``imgproc`` exits with, ``path`` the file concerned."""
+
+    exit_code = 70
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class InvalidImageError(ImgprocError, ValueError):
+    """The input is not a valid image (corrupt, truncated, unsupported, too many pixels). Exit 65."""
+
+    exit_code = 65
+
+
+class InputError(ImgprocError, OSError):
+    """The input is missing or unreadable. Exit 66."""
+
+    exit_code = 66
+
+
+class OutputError(ImgprocError, OSError):
+    """The output cannot be created (exists without overwrite, same file as the input,
+    unknown extension, folder not writable). Exit 73."""
+
+    exit_code = 73
+
+
+class WriteError(ImgprocError, OSError):
+    """An I/O error while writing (disk full). Exit 74."""
+
+    exit_code = 74

@@ -1,0 +1,219 @@
+"""Filter-kernel constructors (``imgproc.kernels``).
+
+Pure NumPy: every function returns a ``float32`` array and never traces JAX. The
+kernels are *correlation* weights in scipy.ndimage's sense: ``out[i, j] =
+sum(k[a, b] * x[i + a - ka // 2, j + b - kb // 2])``, so they are applied by
+:func:`imgproc.correlate` as they are written down here.
+
+Normalisation, stated per kernel:
+
+* ``box``, ``gaussian`` (``normalize=True``), ``gaussian_1d``: sum to 1 (mean kept).
+* ``sharpen``: sums to 1 (mean kept); ``-1`` around a positive centre, divided by the sum.
+* ``emboss``: sums to 1 (flat areas kept, relief added).
+* ``laplacian``, ``sobel``: sum to 0 (flat areas go to 0).
+* ``identity``: a single 1 in the centre.
+
+Examples:
+    >>> from imgproc import kernels
+    >>> kernels.box(3).sum()
+    np.float32(1.0)
+    >>> float(kernels.gaussian(1.0, size=5, normalize=False)[2, 2])  # the seed chapter's table
+    0.15915493667125702
+    >>> kernels.sharpen()[2, 2]
+    np.float32(1.923077)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "box",
+    "gaussian",
+    "gaussian_1d",
+    "gaussian_radius",
+    "sharpen",
+    "emboss",
+    "laplacian",
+    "sobel",
+    "identity",
+    "combine",
+    "factor",
+]
+
+
+def _check_size(size, name="size") -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or size % 2 == 0:
+        raise ValueError(f"{name} must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
+    return int(size)
+
+
+def _check_sigma(sigma) -> float:
+    try:
+        s = float(sigma)
+    except (TypeError, ValueError):
+        raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}") from None
+    if not np.isfinite(s) or s < 0:
+        raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
+    return s
+
+
+def gaussian_radius(sigma: float, truncate: float = 4.0) -> int:
+    """Radius scipy.ndimage uses for a Gaussian: ``int(truncate * sigma + 0.5)``."""
+    s = _check_sigma(sigma)
+    t = float(truncate)
+    if not np.isfinite(t) or t <= 0:
+        raise ValueError(f"truncate must be a finite number > 0; got {truncate!r}")
+    return int(t * s + 0.5)
+
+
+def box(size: int) -> np.ndarray:
+    """``size``×``size`` mean filter, every weight ``1/size²`` (sums to 1).
+
+    Matches ``scipy.ndimage.uniform_filter(x, size)`` when applied with :func:`imgproc.correlate`.
+    """
+    size = _check_size(size)
+    return np.full((size, size), 1.0 / (size * size), dtype=np.float32)
+
+
+def gaussian_1d(sigma: float, *, size: int | None = None, truncate: float = 4.0) -> np.ndarray:
+    """1-D Gaussian weights, normalised to sum 1 (scipy.ndimage's ``_gaussian_kernel1d``).
+
+    Length ``2 * int(truncate * sigma + 0.5) + 1`` unless ``size`` (odd) is given.
+    ``sigma == 0`` gives ``[1.]`` (identity).
+    """
+    s = _check_sigma(sigma)
+    radius = gaussian_radius(s, truncate) if size is None else _check_size(size) // 2
+    if s == 0:
+        k = np.zeros(2 * radius + 1, np.float64)
+        k[radius] = 1.0
+        return k.astype(np.float32)
+    x = np.arange(-radius, radius + 1, dtype=np.float64)
+    k = np.exp(-0.5 * (x / s) ** 2)
+    return (k / k.sum()).astype(np.float32)
+
+
+def gaussian(sigma: float, *, size: int | None = None, truncate: float = 4.0, normalize: bool = True) -> np.ndarray:
+    """2-D Gaussian kernel.
+
+    ``normalize=True`` (default): the outer product of :func:`gaussian_1d`, summing to 1, so
+    applying it matches ``scipy.ndimage.gaussian_filter(x, sigma, truncate=truncate)`` over
+    two axes. ``normalize=False``: the density ``exp(-d²/2σ²) / (2πσ²)`` sampled on the grid,
+    which is the seed chapter's table for ``gaussian(1.0, size=5, normalize=False)``
+    (centre 0.15915494, sum 0.9818).
+    """
+    if normalize:
+        k1 = gaussian_1d(sigma, size=size, truncate=truncate).astype(np.float64)
+        return np.outer(k1, k1).astype(np.float32)
+    s = _check_sigma(sigma)
+    if s == 0:
+        raise ValueError("sigma must be > 0 when normalize=False (the density is undefined at 0)")
+    radius = gaussian_radius(s, truncate) if size is None else _check_size(size) // 2
+    y, x = np.mgrid[-radius : radius + 1, -radius : radius + 1].astype(np.float64)
+    k = np.exp(-(x**2 + y**2) / (2 * s**2)) / (2 * np.pi * s**2)
+    return k.astype(np.float32)
+
+
+def sharpen(size: int = 5, *, center: float | None = None) -> np.ndarray:
+    """Sharpen kernel: ``-1`` everywhere, ``center`` in the middle, divided by its sum.
+
+    ``center`` defaults to ``2 * size²`` (50 for 5×5), so the 5×5 default is the seed chapter's
+    matrix: centre ``50/26 = 1.923077``, others ``-1/26 = -0.03846154``. It sums to 1.
+    """
+    size = _check_size(size)
+    if size == 1:
+        return np.ones((1, 1), np.float32)
+    c = 2.0 * size * size if center is None else float(center)
+    total = c - (size * size - 1)
+    if not np.isfinite(c) or total <= 0:
+        raise ValueError(
+            f"center must be a finite number > size**2 - 1 = {size * size - 1} so the kernel sums to a "
+            f"positive value; got {center!r}"
+        )
+    k = -np.ones((size, size), np.float64)
+    k[size // 2, size // 2] = c
+    return (k / total).astype(np.float32)
+
+
+def emboss() -> np.ndarray:
+    """3×3 emboss kernel (relief lit from the top left), sums to 1."""
+    return np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]], np.float32)
+
+
+def laplacian() -> np.ndarray:
+    """3×3 Laplacian (4-neighbour), sums to 0; matches ``scipy.ndimage.laplace`` via correlate."""
+    return np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
+
+
+def sobel(axis: int) -> np.ndarray:
+    """3×3 Sobel derivative along ``axis`` (0: rows/vertical, 1: columns/horizontal).
+
+    Correlating with it equals ``scipy.ndimage.sobel(x, axis)`` on a 2-D image; sums to 0.
+    """
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 (vertical derivative) or 1 (horizontal); got {axis!r}")
+    k = np.outer([-1.0, 0.0, 1.0], [1.0, 2.0, 1.0]).astype(np.float32)
+    return k if axis == 0 else np.ascontiguousarray(k.T)
+
+
+def identity(size: int = 1) -> np.ndarray:
+    """``size``×``size`` kernel with a single 1 in the centre (leaves an image unchanged)."""
+    size = _check_size(size)
+    k = np.zeros((size, size), np.float32)
+    k[size // 2, size // 2] = 1.0
+    return k
+
+
+def combine(*kernels) -> np.ndarray:
+    """One kernel equal to correlating with each of ``kernels`` in turn.
+
+    The result is the full 2-D convolution of the kernels, of size ``sum(k) - (n - 1)`` per
+    axis. Applied once, it equals applying the kernels one after the other exactly with
+    ``mode="wrap"`` and, for the other modes, everywhere except within the combined radius
+    of the border (a border is then handled once instead of once per kernel).
+    All kernels must be 2-D with odd sides.
+    """
+    if not kernels:
+        raise ValueError("combine needs at least one kernel")
+    out = None
+    for k in kernels:
+        k = np.asarray(k, np.float64)
+        if k.ndim != 2 or k.shape[0] % 2 == 0 or k.shape[1] % 2 == 0:
+            raise ValueError(f"combine takes 2-D kernels with odd sides; got shape {k.shape}")
+        if out is None:
+            out = k
+            continue
+        h = out.shape[0] + k.shape[0] - 1
+        w = out.shape[1] + k.shape[1] - 1
+        res = np.zeros((h, w))
+        for a in range(k.shape[0]):
+            for b in range(k.shape[1]):
+                res[a : a + out.shape[0], b : b + out.shape[1]] += k[a, b] * out
+        out = res
+    return out.astype(np.float32)
+
+
+def factor(kernel, *, rtol: float = 1e-6):
+    """Split a 2-D kernel into separable terms: ``[(col, row), ...]`` with
+    ``kernel ≈ sum(np.outer(col, row))``.
+
+    Uses the singular value decomposition and keeps the terms whose singular value exceeds
+    ``rtol`` times the largest. A Gaussian or box gives one term, the sharpen kernel two.
+    Returns float32 1-D arrays.
+    """
+    k = np.asarray(kernel, np.float64)
+    if k.ndim != 2:
+        raise ValueError(f"factor takes a 2-D kernel; got shape {k.shape}")
+    u, s, vt = np.linalg.svd(k)
+    if s[0] == 0:
+        return [(np.zeros(k.shape[0], np.float32), np.zeros(k.shape[1], np.float32))]
+    terms = []
+    for i in range(len(s)):
+        if s[i] <= rtol * s[0]:
+            break
+        scale = np.sqrt(s[i])
+        col, row = u[:, i] * scale, vt[i] * scale
+        if row.sum() < 0:  # keep the row factor positive-sum for readability
+            col, row = -col, -row
+        terms.append((col.astype(np.float32), row.astype(np.float32)))
+    return terms

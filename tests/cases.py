@@ -1,0 +1,117 @@
+"""The shared table of filter cases: one row per filter, used by every filter test.
+
+Each case gives the call under test and its scipy.ndimage reference on one 2-D float64
+channel, plus the properties the filter must have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+import scipy.ndimage as ndi
+
+import imgproc
+from imgproc import kernels
+
+K53 = np.array(
+    [[0.1, -0.2, 0.3], [0.05, 0.5, 0.1], [-0.1, 0.2, 0.05], [0.3, 0.1, -0.2], [0.0, 0.1, 0.2]], np.float32
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    call: Callable  # call(image, **options) -> array
+    reference: Callable  # reference(plane2d_float64, mode, cval) -> plane
+    keeps_mean: bool = False  # a constant image stays constant
+    identity_options: dict | None = None  # options that make it the identity
+    separable: bool = False  # has a single separable term: every lowering applies
+
+
+
+CASES = [
+    Case(
+        "correlate",
+        lambda x, **o: imgproc.correlate(x, K53, **o),
+        lambda p, mode, cval: ndi.correlate(p, K53.astype(np.float64), mode=mode, cval=cval),
+    ),
+    Case(
+        "convolve",
+        lambda x, **o: imgproc.convolve(x, K53, **o),
+        lambda p, mode, cval: ndi.convolve(p, K53.astype(np.float64), mode=mode, cval=cval),
+    ),
+    Case(
+        "gaussian_blur",
+        lambda x, **o: imgproc.gaussian_blur(x, 1.3, **o),
+        lambda p, mode, cval: ndi.gaussian_filter(p, 1.3, mode=mode, cval=cval),
+        keeps_mean=True,
+        separable=True,
+    ),
+    Case(
+        "box_blur",
+        lambda x, **o: imgproc.box_blur(x, 5, **o),
+        lambda p, mode, cval: ndi.uniform_filter(p, 5, mode=mode, cval=cval),
+        keeps_mean=True,
+        separable=True,
+    ),
+    Case(
+        "sharpen",
+        lambda x, **o: imgproc.sharpen(x, **o),
+        lambda p, mode, cval: ndi.correlate(p, kernels.sharpen().astype(np.float64), mode=mode, cval=cval),
+        keeps_mean=True,
+    ),
+    Case(
+        "emboss",
+        lambda x, **o: imgproc.emboss(x, **o),
+        lambda p, mode, cval: ndi.correlate(p, kernels.emboss().astype(np.float64), mode=mode, cval=cval),
+        keeps_mean=True,
+    ),
+    Case(
+        "edges",
+        lambda x, **o: imgproc.edges(x, **o),
+        # 2-D semantics: outside is cval (scipy's sobel pads its intermediate with cval
+        # again, which differs only for mode="constant" with cval != 0)
+        lambda p, mode, cval: np.hypot(
+            ndi.correlate(p, kernels.sobel(0).astype(np.float64), mode=mode, cval=cval),
+            ndi.correlate(p, kernels.sobel(1).astype(np.float64), mode=mode, cval=cval),
+        ),
+    ),
+    Case(
+        "unsharp_mask",
+        lambda x, **o: imgproc.unsharp_mask(x, sigma=1.0, amount=0.7, **o),
+        lambda p, mode, cval: p + 0.7 * (p - ndi.gaussian_filter(p, 1.0, mode=mode, cval=cval)),
+        keeps_mean=True,
+    ),
+]
+CASE_IDS = [c.name for c in CASES]
+
+
+def reference(case: Case, image_hwc: np.ndarray, mode: str, cval: float = 0.0) -> np.ndarray:
+    """Apply the case's float64 reference to each channel of an HWC image."""
+    x = image_hwc.astype(np.float64)
+    return np.stack([case.reference(x[..., c], mode, cval) for c in range(x.shape[-1])], axis=-1)
+
+
+def to_layout(hwc: np.ndarray, layout: str) -> np.ndarray:
+    """An HWC image (or NHWC batch for N-layouts, built from shifted copies) in ``layout``."""
+    if layout == "HW":
+        return hwc[..., 0]
+    if layout == "HWC":
+        return hwc
+    if layout == "CHW":
+        return np.moveaxis(hwc, -1, 0)
+    batch = np.stack([hwc, hwc[::-1], hwc[:, ::-1]])
+    return batch if layout == "NHWC" else np.moveaxis(batch, -1, 1)
+
+
+def from_layout(x: np.ndarray, layout: str) -> np.ndarray:
+    """Inverse of :func:`to_layout` for results: back to HWC or NHWC."""
+    if layout == "HW":
+        return x[..., None]
+    if layout == "CHW":
+        return np.moveaxis(x, 0, -1)
+    if layout == "NCHW":
+        return np.moveaxis(x, 1, -1)
+    return x

@@ -1,0 +1,194 @@
+"""Every filter from the shared case table: reference parity, transforms, properties."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import imgproc
+from cases import CASE_IDS, CASES, from_layout, reference, to_layout
+
+MODES = imgproc.MODES
+LAYOUTS = imgproc.LAYOUTS
+CVAL = 0.25
+
+
+def _image(rng, h=19, w=23, c=3):
+    return rng.random((h, w, c), dtype=np.float32)
+
+
+def _expected(case, hwc, layout, mode, cval=CVAL):
+    """Reference in the same layout as the input of ``to_layout(hwc, layout)``."""
+    src = from_layout(to_layout(hwc, layout), layout)
+    if src.ndim == 4:
+        return np.stack([reference(case, im, mode, cval) for im in src])
+    return reference(case, src, mode, cval)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_float32_parity_every_mode_and_layout(case, mode, layout, rng):
+    hwc = _image(rng)
+    x = to_layout(hwc, layout)
+    layout_arg = layout if layout in ("CHW", "NCHW") else None
+    got = np.asarray(case.call(x, mode=mode, cval=CVAL, layout=layout_arg))
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_allclose(from_layout(got, layout), _expected(case, hwc, layout, mode), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("mode", MODES)
+def test_uint8_within_one_level(case, mode, rng):
+    hwc = rng.integers(0, 256, (21, 18, 3)).astype(np.uint8)
+    got = np.asarray(case.call(hwc, mode=mode, cval=40.0))
+    assert got.dtype == np.uint8
+    ref = np.clip(np.round(reference(case, hwc, mode, 40.0)), 0, 255)
+    assert np.abs(got.astype(int) - ref).max() <= 1
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("dtype", ["uint16", "float16", "bfloat16"])
+def test_other_dtypes(case, dtype, rng):
+    if dtype == "uint16":
+        x = rng.integers(0, 65536, (16, 17, 2)).astype(np.uint16)
+        ref = np.clip(np.round(reference(case, x, "reflect")), 0, 65535)
+        got = np.asarray(case.call(x))
+        assert got.dtype == np.uint16
+        assert np.abs(got.astype(np.int64) - ref).max() <= 1
+        return
+    x32 = rng.random((16, 17, 2), dtype=np.float32)
+    x = jnp.asarray(x32, dtype)
+    got = case.call(x)
+    assert got.dtype == jnp.dtype(dtype)
+    ref = reference(case, np.asarray(x.astype(jnp.float32)), "reflect")
+    eps = float(jnp.finfo(dtype).eps)
+    np.testing.assert_allclose(np.asarray(got.astype(jnp.float32)), ref, atol=4 * eps * max(1.0, np.abs(ref).max()))
+
+
+METHOD_CASES = [c for c in CASES if c.name in ("correlate", "convolve", "gaussian_blur", "box_blur", "sharpen")]
+
+
+@pytest.mark.parametrize("case", METHOD_CASES, ids=[c.name for c in METHOD_CASES])
+@pytest.mark.parametrize("method", ["direct", "conv", "convolve2d", "separable"])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_lowering_matches_reference(case, method, mode, rng):
+    hwc = _image(rng, 13, 11, 2)
+    if method == "separable" and case.name in ("correlate", "convolve"):
+        with pytest.raises(ValueError, match="separable"):
+            case.call(hwc, mode=mode, method=method)
+        return
+    got = np.asarray(case.call(hwc, mode=mode, cval=CVAL, method=method))
+    np.testing.assert_allclose(got, reference(case, hwc, mode, CVAL), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_jit_equals_eager(case, rng):
+    x = _image(rng)
+    eager = np.asarray(case.call(x))
+    jitted = np.asarray(jax.jit(lambda im: case.call(im))(x))
+    np.testing.assert_allclose(jitted, eager, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_vmap_equals_loop(case, rng):
+    batch = rng.random((3, 12, 14, 3), dtype=np.float32)
+    mapped = np.asarray(jax.vmap(lambda im: case.call(im))(batch))
+    looped = np.stack([np.asarray(case.call(im)) for im in batch])
+    np.testing.assert_allclose(mapped, looped, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.keeps_mean], ids=[c.name for c in CASES if c.keeps_mean])
+@pytest.mark.parametrize("mode", ["reflect", "wrap", "nearest", "mirror"])
+def test_constant_image_is_kept(case, mode):
+    x = np.full((9, 10, 3), 0.375, np.float32)
+    np.testing.assert_allclose(np.asarray(case.call(x, mode=mode)), x, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.keeps_mean], ids=[c.name for c in CASES if c.keeps_mean])
+def test_mean_preserved_with_wrap(case, rng):
+    x = _image(rng)
+    assert abs(float(np.asarray(case.call(x, mode="wrap")).mean()) - float(x.mean())) < 1e-5
+
+
+def test_sigma_zero_is_identity(rng):
+    x = _image(rng)
+    np.testing.assert_array_equal(np.asarray(imgproc.gaussian_blur(x, 0.0)), x)
+    np.testing.assert_array_equal(np.asarray(imgproc.unsharp_mask(x, sigma=0.0)), x)
+    np.testing.assert_array_equal(np.asarray(imgproc.unsharp_mask(x, amount=0.0)), x)
+    np.testing.assert_array_equal(np.asarray(imgproc.box_blur(x, 1)), x)
+
+
+def test_traced_sigma_does_not_recompile(rng):
+    x = _image(rng)
+    traces = []
+
+    @jax.jit
+    def blur(im, sigma):
+        traces.append(1)
+        return imgproc.gaussian_blur(im, sigma, size=9)
+
+    a = blur(x, 1.0)
+    b = blur(x, 2.0)
+    assert len(traces) == 1
+    np.testing.assert_allclose(np.asarray(a), np.asarray(imgproc.gaussian_blur(x, 1.0, size=9)), atol=1e-6)
+    assert not np.allclose(np.asarray(a), np.asarray(b))
+
+
+def test_traced_sigma_needs_size():
+    with pytest.raises(ValueError, match="size must be given"):
+        jax.jit(lambda im, s: imgproc.gaussian_blur(im, s))(np.zeros((4, 4), np.float32), 1.0)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda x: imgproc.gaussian_blur(x, -1.0), "sigma must be a finite number >= 0"),
+        (lambda x: imgproc.gaussian_blur(x, float("nan")), "sigma must be a finite number"),
+        (lambda x: imgproc.gaussian_blur(x, float("inf")), "sigma must be a finite number"),
+        (lambda x: imgproc.gaussian_blur(x, 1.0, size=4), "odd integer"),
+        (lambda x: imgproc.box_blur(x, 0), "odd integer"),
+        (lambda x: imgproc.box_blur(x, 2.5), "odd integer"),
+        (lambda x: imgproc.box_blur(x, 3, mode="symmetric"), "reflect, mirror, nearest, wrap, constant"),
+        (lambda x: imgproc.correlate(x, np.ones((3, 3)), method="fft9"), "auto, separable, direct, conv, convolve2d"),
+        (lambda x: imgproc.correlate(x, np.ones(3)), "non-empty 2-D"),
+        (lambda x: imgproc.correlate(x, np.full((3, 3), np.nan)), "finite"),
+        (lambda x: imgproc.sharpen(x, center=3.0), "center must be"),
+        (lambda x: imgproc.unsharp_mask(x, amount=float("nan")), "amount must be a finite number"),
+        (lambda x: imgproc.edges(x, layout="WHC"), "HW, HWC, CHW, NHWC, NCHW"),
+        (lambda x: imgproc.edges(x, layout="NCHW"), "needs a 4-D array"),
+        (lambda x: imgproc.edges(x.astype(np.int32)), "uint8, uint16, float16, bfloat16, float32"),
+        (lambda x: imgproc.edges(x[None, None]), "2 \\(HW\\), 3 \\(HWC\\) or 4 \\(NHWC\\)"),
+        (lambda x: imgproc.edges(x[:0]), "must not be empty"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(np.zeros((6, 6, 3), np.float32))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (7, 1), (2, 3, 3)])
+def test_images_smaller_than_the_kernel(shape, rng):
+    x = rng.random(shape, dtype=np.float32)
+    import scipy.ndimage as ndi
+
+    for mode in MODES:
+        got = np.asarray(imgproc.gaussian_blur(x, 2.0, mode=mode))
+        sig = (2.0, 2.0) + ((0,) if x.ndim == 3 else ())
+        np.testing.assert_allclose(got, ndi.gaussian_filter(x.astype(np.float64), sig, mode=mode), atol=1e-5)
+
+
+def test_input_is_not_modified(rng):
+    x = rng.random((8, 9, 3), dtype=np.float32)
+    before = x.copy()
+    imgproc.gaussian_blur(x, 1.0)
+    imgproc.presets.denoise()(x)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_auto_picks_separable_on_cpu():
+    from imgproc._convolution import plan_lowering
+
+    assert plan_lowering(imgproc.kernels.gaussian(2.0))[0] == "separable"
+    assert plan_lowering(imgproc.kernels.emboss())[0] in ("separable", "direct")
+    assert plan_lowering(np.random.default_rng(0).random((5, 5)))[0] == "direct"
