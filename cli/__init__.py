@@ -186,17 +186,16 @@ def run(spec, input, output, quality, overwrite):
 @handle_errors
 def info():
     """Print versions, the JAX backend and its devices."""
+    from importlib import metadata
+
     import jax
-    import numpy
-    import PIL
-    import scipy
 
     import imgproc
 
     click.echo(f"imgproc {imgproc.__version__}")
     click.echo(f"python {sys.version.split()[0]}")
-    for name, mod in (("jax", jax), ("jaxlib", __import__("jaxlib")), ("numpy", numpy), ("scipy", scipy), ("pillow", PIL), ("click", click)):
-        click.echo(f"{name} {getattr(mod, '__version__', '?')}")
+    for name in ("jax", "jaxlib", "numpy", "scipy", "pillow", "click"):
+        click.echo(f"{name} {metadata.version(name)}")
     click.echo(f"backend {jax.default_backend()}")
     for d in jax.devices():
         click.echo(f"device {d.id}: {d.platform} {d.device_kind}")

@@ -131,14 +131,14 @@ def _to_pil(arr: np.ndarray, fmt: str) -> Image.Image:
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[:, :, 0]
     if arr.ndim == 2 and arr.dtype == np.uint16 and fmt in _SIXTEEN_BIT_GRAY:
-        return Image.fromarray(np.ascontiguousarray(arr), mode="I;16")
+        return Image.fromarray(np.ascontiguousarray(arr))  # mode I;16
     arr = _to_8bit(arr)
     if arr.ndim == 2:
-        return Image.fromarray(arr, mode="L")
+        return Image.fromarray(arr)  # mode L
     if arr.ndim != 3 or arr.shape[2] not in (2, 3, 4):
         raise ValueError(f"image must be (H, W), (H, W, 1), (H, W, 2), (H, W, 3) or (H, W, 4); got {arr.shape}")
     mode = {2: "LA", 3: "RGB", 4: "RGBA"}[arr.shape[2]]
-    img = Image.fromarray(np.ascontiguousarray(arr), mode=mode)
+    img = Image.fromarray(np.ascontiguousarray(arr))  # LA, RGB or RGBA from the shape
     if mode in ("LA", "RGBA") and fmt in _NO_ALPHA:
         background = Image.new("RGBA", img.size, (255, 255, 255, 255))
         img = Image.alpha_composite(background, img.convert("RGBA"))

@@ -1,0 +1,99 @@
+import hashlib
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import imgproc
+from imgproc.errors import InputError, InvalidImageError, OutputError
+
+
+def test_sample_shapes_and_dtypes(samples):
+    assert imgproc.load_image(samples / "chelsea.jpg").shape == (300, 451, 3)
+    gray = imgproc.load_image(samples / "camera_gray.png")
+    assert gray.ndim == 2 and gray.dtype == np.uint8
+    rgba = imgproc.load_image(samples / "logo_rgba.png")
+    assert rgba.shape[2] == 4 and rgba[..., 3].min() == 0
+    deep = imgproc.load_image(samples / "gradient_16bit.png")
+    assert deep.dtype == np.uint16 and deep.ndim == 2 and deep.max() > 255
+
+
+def test_exif_orientation_applied(samples):
+    upright = imgproc.load_image(samples / "chelsea.jpg").astype(float)
+    rotated = imgproc.load_image(samples / "chelsea_exif_rot90.jpg").astype(float)
+    assert rotated.shape == upright.shape
+    assert np.abs(rotated - upright).mean() < 5
+
+
+@pytest.mark.parametrize("name", ["a.png", "a.jpg", "a.tif", "a.webp", "a.bmp"])
+def test_round_trip(tmp_path, name):
+    x = np.random.default_rng(0).integers(0, 256, (12, 10, 3)).astype(np.uint8)
+    imgproc.save_image(tmp_path / name, x)
+    y = imgproc.load_image(tmp_path / name)
+    assert y.shape == x.shape
+    if name.endswith((".png", ".tif", ".bmp")):
+        np.testing.assert_array_equal(y, x)
+
+
+def test_sixteen_bit_png_kept(tmp_path, samples):
+    deep = imgproc.load_image(samples / "gradient_16bit.png")
+    imgproc.save_image(tmp_path / "d.png", deep)
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "d.png"), deep)
+
+
+def test_rgba_flattened_on_white_for_jpeg(tmp_path):
+    x = np.zeros((8, 8, 4), np.uint8)  # fully transparent black
+    imgproc.save_image(tmp_path / "f.jpg", x)
+    assert imgproc.load_image(tmp_path / "f.jpg").min() > 250
+
+
+def test_refuses_to_overwrite_then_replaces_atomically(tmp_path):
+    p = tmp_path / "o.png"
+    imgproc.save_image(p, np.zeros((4, 4), np.uint8))
+    with pytest.raises(OutputError, match="exists; pass overwrite=True"):
+        imgproc.save_image(p, np.ones((4, 4), np.uint8))
+    assert imgproc.load_image(p).max() == 0
+    imgproc.save_image(p, np.full((4, 4), 7, np.uint8), overwrite=True)
+    assert imgproc.load_image(p).max() == 7
+    assert sorted(os.listdir(tmp_path)) == ["o.png"]
+
+
+def test_refuses_own_input_even_with_overwrite(tmp_path, samples):
+    src = tmp_path / "in.png"
+    Image.fromarray(np.zeros((4, 4), np.uint8)).save(src)
+    link = tmp_path / "link.png"
+    link.symlink_to(src)
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    for dst in (src, link):
+        with pytest.raises(OutputError, match="is the input file itself"):
+            imgproc.save_image(dst, np.ones((4, 4), np.uint8), overwrite=True, source=src)
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(ValueError):
+        imgproc.save_image(tmp_path / "bad.png", np.zeros((4, 4, 7), np.uint8))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda p: None, InputError, "no such file"),
+        (lambda p: p.write_bytes(b"not an image at all"), InvalidImageError, "not a recognised image format"),
+        (lambda p: p.write_bytes(open(os.path.join("sample_images", "chelsea.jpg"), "rb").read()[:2000]), InvalidImageError, "cannot decode"),
+    ],
+)
+def test_bad_inputs(tmp_path, make, error, match):
+    p = tmp_path / "x.jpg"
+    make(p)
+    with pytest.raises(error, match=match):
+        imgproc.load_image(p)
+
+
+def test_unknown_extension_and_bad_quality(tmp_path):
+    with pytest.raises(OutputError, match="unknown output extension '.xyz'"):
+        imgproc.save_image(tmp_path / "a.xyz", np.zeros((2, 2), np.uint8))
+    with pytest.raises(ValueError, match="quality must be an integer from 1 to 100"):
+        imgproc.save_image(tmp_path / "a.jpg", np.zeros((2, 2), np.uint8), quality=0)

@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from imgproc import kernels
+
+SEED_GAUSS = np.array(
+    [
+        [0.00291502, 0.01306424, 0.02153928, 0.01306424, 0.00291502],
+        [0.01306424, 0.05854984, 0.09653235, 0.05854984, 0.01306424],
+        [0.02153928, 0.09653235, 0.15915494, 0.09653235, 0.02153928],
+        [0.01306424, 0.05854984, 0.09653235, 0.05854984, 0.01306424],
+        [0.00291502, 0.01306424, 0.02153928, 0.01306424, 0.00291502],
+    ],
+    np.float32,
+)
+
+
+def test_seed_gaussian_table_reproduced():
+    k = kernels.gaussian(1.0, size=5, normalize=False)
+    assert k.dtype == np.float32
+    np.testing.assert_allclose(k, SEED_GAUSS, atol=1e-8, rtol=0)  # printed to 8 decimals
+    assert abs(k[2, 2] - 0.15915494) < 5e-9  # the chapter prints 8 decimals
+
+
+def test_seed_sharpen_matrix_reproduced():
+    k = kernels.sharpen()
+    expected = np.full((5, 5), -1.0, np.float32)
+    expected[2, 2] = 50
+    expected /= expected.sum()
+    np.testing.assert_array_equal(k, expected)
+    assert abs(k[2, 2] - 1.923077) < 5e-7 and abs(k[0, 0] + 0.03846154) < 5e-9  # as printed
+    assert abs(float(k.sum()) - 1) < 1e-6
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.3, 4.0])
+def test_gaussian_1d_matches_scipy(sigma):
+    k = kernels.gaussian_1d(sigma)
+    impulse = np.zeros(2 * len(k) + 1)
+    impulse[len(k)] = 1
+    ref = ndi.gaussian_filter1d(impulse, sigma)[len(k) - len(k) // 2 : len(k) + len(k) // 2 + 1]
+    np.testing.assert_allclose(k, ref, atol=1e-7)
+    assert len(k) == 2 * int(4 * sigma + 0.5) + 1
+
+
+def test_gaussian_normalised_and_separable():
+    k = kernels.gaussian(1.5)
+    assert abs(float(k.sum()) - 1) < 1e-6
+    assert len(kernels.factor(k)) == 1
+    assert kernels.gaussian_1d(0.0).tolist() == [1.0]
+
+
+def test_box_identity_and_zero_sum_kernels():
+    assert np.allclose(kernels.box(5), 1 / 25)
+    assert kernels.identity(3).sum() == 1 and kernels.identity(3)[1, 1] == 1
+    for k in (kernels.laplacian(), kernels.sobel(0), kernels.sobel(1)):
+        assert k.sum() == 0
+    assert kernels.emboss().sum() == 1
+
+
+def test_sobel_matches_scipy():
+    x = np.random.default_rng(0).random((9, 11))
+    for axis in (0, 1):
+        np.testing.assert_allclose(ndi.correlate(x, kernels.sobel(axis).astype(float)), ndi.sobel(x, axis), atol=1e-12)
+    np.testing.assert_allclose(ndi.correlate(x, kernels.laplacian().astype(float)), ndi.laplace(x), atol=1e-12)
+
+
+def test_combine_equals_applying_in_turn():
+    x = np.random.default_rng(1).random((20, 24))
+    a, b = kernels.gaussian(1.0, size=5), kernels.sharpen()
+    both = kernels.combine(a, b)
+    assert both.shape == (9, 9)
+    seq = ndi.correlate(ndi.correlate(x, a.astype(float), mode="wrap"), b.astype(float), mode="wrap")
+    np.testing.assert_allclose(ndi.correlate(x, both.astype(float), mode="wrap"), seq, atol=1e-6)
+    np.testing.assert_allclose(kernels.combine(kernels.emboss()), kernels.emboss())
+
+
+def test_factor_ranks():
+    assert len(kernels.factor(kernels.box(3))) == 1
+    assert len(kernels.factor(kernels.sharpen())) == 2
+    terms = kernels.factor(kernels.emboss())
+    np.testing.assert_allclose(sum(np.outer(c, r) for c, r in terms), kernels.emboss(), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: kernels.box(4), "odd integer"),
+        (lambda: kernels.box(0), "odd integer"),
+        (lambda: kernels.gaussian(-1.0), "sigma must be a finite number >= 0"),
+        (lambda: kernels.gaussian(float("nan")), "sigma must be a finite number"),
+        (lambda: kernels.gaussian(0.0, normalize=False), "sigma must be > 0"),
+        (lambda: kernels.gaussian_1d(1.0, truncate=0), "truncate must be"),
+        (lambda: kernels.sharpen(5, center=10), "center must be"),
+        (lambda: kernels.sobel(2), "axis must be 0"),
+        (lambda: kernels.combine(), "at least one"),
+        (lambda: kernels.combine(np.ones((2, 2))), "odd sides"),
+    ],
+)
+def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,95 @@
+import json
+
+import jax
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import imgproc
+from imgproc import kernels, presets
+
+
+def test_spec_round_trip_is_json():
+    spec = [
+        {"op": "gaussian_blur", "sigma": 1.5, "mode": "mirror"},
+        {"op": "sharpen", "size": 3},
+        {"op": "correlate", "kernel": [[0, 1, 0], [1, -4, 1], [0, 1, 0]]},
+    ]
+    pipe = imgproc.Pipeline.from_spec(json.dumps(spec))
+    assert pipe.to_spec() == spec
+    assert json.loads(pipe.to_json()) == spec
+    again = imgproc.Pipeline.from_spec(pipe.to_spec())
+    x = np.random.default_rng(0).random((10, 12, 3), dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(pipe(x)), np.asarray(again(x)))
+
+
+def test_stages_from_functions_and_pairs():
+    pipe = imgproc.Pipeline([(imgproc.gaussian_blur, {"sigma": 2.0}), imgproc.emboss, "edges"])
+    assert [s["op"] for s in pipe.to_spec()] == ["gaussian_blur", "emboss", "edges"]
+
+
+def test_pipeline_equals_float64_chain_and_rounds_once():
+    x = np.random.default_rng(1).integers(0, 256, (16, 18, 3)).astype(np.uint8)
+    pipe = presets.denoise()
+    got = np.asarray(pipe(x))
+    assert got.dtype == np.uint8
+    xf = x.astype(np.float64)
+    ref = np.stack(
+        [
+            ndi.correlate(ndi.gaussian_filter(xf[..., c], 1.0, truncate=2.0), kernels.sharpen().astype(float))
+            for c in range(3)
+        ],
+        -1,
+    )
+    ref = np.clip(np.round(ref), 0, 255)
+    assert np.abs(got.astype(int) - ref).max() <= 1
+
+
+def test_second_call_does_not_recompile():
+    pipe = presets.denoise()
+    x = np.zeros((20, 24, 3), np.uint8)
+    pipe(x)
+    pipe(x + 1)
+    assert pipe.trace_count == 1
+    with jax.log_compiles(True):
+        pass
+    pipe(np.zeros((20, 24, 3), np.float32))  # new dtype: one more
+    assert pipe.trace_count == 2
+
+
+def test_layouts_and_batches():
+    x = np.random.default_rng(2).random((2, 3, 10, 11), dtype=np.float32)  # NCHW
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}], layout="NCHW")
+    got = np.asarray(pipe(x))
+    ref = ndi.gaussian_filter(x.astype(np.float64), (0, 0, 1.0, 1.0))
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    nhwc = np.moveaxis(x, 1, -1)
+    np.testing.assert_allclose(np.asarray(imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])(nhwc)), np.moveaxis(ref, 1, -1), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ([{"op": "nope"}], "unknown op 'nope'; known ops: .*gaussian_blur"),
+        ([{"sigma": 1}], "needs an 'op' key"),
+        ({"op": "sharpen"}, "JSON list"),
+    ],
+)
+def test_bad_specs(spec, match):
+    with pytest.raises(ValueError, match=match):
+        imgproc.Pipeline.from_spec(spec)
+
+
+def test_bad_options_raise_when_called():
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": -2}])
+    with pytest.raises(ValueError, match="sigma must be a finite number >= 0"):
+        pipe(np.zeros((5, 5), np.float32))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        imgproc.Pipeline([], layout="XYZ")
+
+
+def test_denoise_improves_psnr_on_the_sample(samples):
+    clean = imgproc.load_image(samples / "chelsea.jpg")
+    noisy = imgproc.load_image(samples / "chelsea_noisy.jpg")
+    restored = np.asarray(presets.denoise()(noisy))
+    assert imgproc.psnr(clean, restored) > imgproc.psnr(clean, noisy) + 3
