@@ -212,8 +212,8 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
     Example:
         >>> import numpy as np, imgproc
         >>> x = np.arange(16, dtype=np.float32).reshape(4, 4)
-        >>> np.asarray(imgproc.correlate(x, np.ones((1, 3)) / 3, mode="nearest"))[0]
-        array([0.33333334, 1.        , 2.        , 2.6666667 ], dtype=float32)
+        >>> np.asarray(imgproc.correlate(x, np.ones((1, 3)), mode="nearest"))[0]
+        array([1., 3., 6., 8.], dtype=float32)
     """
     return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method)
 
@@ -226,7 +226,10 @@ def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="au
     Example:
         >>> import numpy as np, imgproc
         >>> x = np.zeros((3, 3), np.float32); x[1, 1] = 1
-        >>> np.asarray(imgproc.convolve(x, np.array([[1, 2, 3]], np.float32), mode="constant"))[1]
+        >>> k = np.array([[1, 2, 3]], np.float32)
+        >>> np.asarray(imgproc.convolve(x, k, mode="constant"))[1]  # an impulse reproduces k
+        array([1., 2., 3.], dtype=float32)
+        >>> np.asarray(imgproc.correlate(x, k, mode="constant"))[1]  # correlation mirrors it
         array([3., 2., 1.], dtype=float32)
     """
     return _filter(image, odd_kernel(kernel, flip=True), mode=mode, cval=cval, layout=layout, method=method)
