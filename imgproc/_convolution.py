@@ -212,7 +212,7 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
     Example:
         >>> import numpy as np, imgproc
         >>> x = np.arange(16, dtype=np.float32).reshape(4, 4)
-        >>> np.asarray(imgproc.correlate(x, np.ones((1, 3)), mode="nearest"))[0]
+        >>> np.asarray(imgproc.correlate(x, np.ones((1, 3)), mode="nearest"))[0].round(4)
         array([1., 3., 6., 8.], dtype=float32)
     """
     return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method)

@@ -124,9 +124,9 @@ def gaussian_blur(image, sigma=1.0, *, size=None, truncate=4.0, mode="reflect", 
 
     Example:
         >>> import numpy as np, imgproc
-        >>> x = np.zeros((5, 5), np.float32); x[2, 2] = 1
-        >>> round(float(imgproc.gaussian_blur(x, 1.0)[2, 2]), 4)
-        0.1621
+        >>> x = np.zeros((9, 9), np.float32); x[4, 4] = 1
+        >>> round(float(imgproc.gaussian_blur(x, 1.0)[4, 4]), 4)  # 1 / (2 pi) for sigma 1
+        0.1592
     """
     plan = _plan_gaussian(sigma, size, truncate, method)
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
@@ -149,7 +149,7 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
 
     Example:
         >>> import numpy as np, imgproc
-        >>> float(imgproc.sharpen(np.full((6, 6), 0.5, np.float32)).max())
+        >>> round(float(imgproc.sharpen(np.full((6, 6), 0.5, np.float32)).max()), 5)
         0.5
     """
     size = _check_odd("size", size)
