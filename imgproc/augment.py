@@ -1,0 +1,155 @@
+"""Training augmentation: key-first random ops, their deterministic twins, random choice.
+
+Every random op is ``random_x(key, image, *, ...)``: it draws its parameters from ``key``
+and calls the public deterministic op (``random_hue`` calls :func:`adjust_hue`). Called on
+one image (HW, HWC, CHW) it uses ``key`` as is; called on a batch (NHWC, NCHW) image ``i``
+uses ``jax.random.fold_in(key, i)``. In an :class:`imgproc.Pipeline`, image ``i`` of the
+batch and stage ``s`` use ``fold_in(fold_in(key, indices[i]), s)``, so a sample's result
+depends only on (key, index): never on the batch size or split, the device or worker count.
+
+All ops are also pipeline stages (``{"op": "random_hue"}`` works with its defaults; every
+option is a keyword of the function). Shape-setting options (``size``, ``mode``,
+``layout``, ``strategy``) are static; numeric ones are traced.
+
+Value range: colour and noise ops take ``max_value=None``, meaning the input dtype's
+range: 255 for uint8, 65535 for uint16, 1.0 for float images. Inside a pipeline the ops see
+float32 but the pipeline passes the range of the dtype it was called with, so a uint8
+batch is treated as 0..255 and a float batch as 0..1. Ops do not clip (a float result may
+leave [0, max_value]); integer results are rounded and saturated once, at the end.
+
+Colour definitions are dm-pix's (which are TensorFlow's ``tf.image`` ones): see each
+function. Geometry follows NumPy / scipy.ndimage (``rotate``, ``translate`` match
+``scipy.ndimage.rotate`` / ``shift`` with ``order=1``).
+
+Example:
+    >>> import jax, numpy as np, imgproc
+    >>> pipe = imgproc.Pipeline([
+    ...     {"op": "random_flip_left_right"},
+    ...     {"op": "random_brightness", "max_delta": 0.1},
+    ...     {"op": "random_choice", "ops": [{"op": "gaussian_blur", "sigma": 1.0, "size": 5},
+    ...                                     {"op": "sharpen"}, {"op": "gaussian_noise"}]},
+    ... ])
+    >>> x = np.zeros((4, 16, 16, 3), np.uint8)
+    >>> y = pipe(x, key=jax.random.key(0))
+    >>> y.shape, y.dtype
+    ((4, 16, 16, 3), dtype('uint8'))
+"""
+
+from __future__ import annotations
+
+from imgproc._augment_choice import (
+    STRATEGIES,
+    _parse_apply,
+    _parse_choice,
+    _stage_random_apply,
+    _stage_random_choice,
+    default_strategy,
+    random_apply,
+    random_choice,
+)
+from imgproc._augment_ops import (
+    SAMPLE_MODES,
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    adjust_hue,
+    adjust_saturation,
+    crop,
+    erase,
+    flip_left_right,
+    flip_up_down,
+    gaussian_noise,
+    hsv_to_rgb,
+    random_brightness,
+    random_contrast,
+    random_crop,
+    random_erasing,
+    random_flip_left_right,
+    random_flip_up_down,
+    random_gamma,
+    random_gaussian_blur,
+    random_grayscale,
+    random_hue,
+    random_resized_crop,
+    random_rot90,
+    random_rotate,
+    random_saturation,
+    random_sharpen,
+    random_translate,
+    resized_crop,
+    rgb_to_grayscale,
+    rgb_to_hsv,
+    rot90,
+    rotate,
+    salt_and_pepper,
+    sample,
+    speckle_noise,
+    translate,
+)
+from imgproc._pipeline import register_op
+
+DETERMINISTIC_OPS = (
+    "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
+    "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
+)
+RANDOM_OPS = (
+    "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
+    "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
+    "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
+    "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+)
+
+__all__ = [
+    "DETERMINISTIC_OPS",
+    "RANDOM_OPS",
+    "SAMPLE_MODES",
+    "STRATEGIES",
+    "adjust_brightness",
+    "adjust_contrast",
+    "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
+    "crop",
+    "default_strategy",
+    "erase",
+    "flip_left_right",
+    "flip_up_down",
+    "gaussian_noise",
+    "hsv_to_rgb",
+    "random_apply",
+    "random_brightness",
+    "random_choice",
+    "random_contrast",
+    "random_crop",
+    "random_erasing",
+    "random_flip_left_right",
+    "random_flip_up_down",
+    "random_gamma",
+    "random_gaussian_blur",
+    "random_grayscale",
+    "random_hue",
+    "random_resized_crop",
+    "random_rot90",
+    "random_rotate",
+    "random_saturation",
+    "random_sharpen",
+    "random_translate",
+    "resized_crop",
+    "rgb_to_grayscale",
+    "rgb_to_hsv",
+    "rot90",
+    "rotate",
+    "salt_and_pepper",
+    "sample",
+    "speckle_noise",
+    "translate",
+]
+
+_G = globals()
+for _name in DETERMINISTIC_OPS:
+    register_op(_name, _G[_name])
+for _name in RANDOM_OPS[:-2]:
+    register_op(_name, _G[_name], random=True)
+register_op("random_choice", _stage_random_choice, random=True, parse=_parse_choice)
+register_op("random_apply", _stage_random_apply, random=True, parse=_parse_apply)
+del _G, _name
