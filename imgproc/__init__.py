@@ -20,6 +20,8 @@ from imgproc._convolution import METHODS, convolve, correlate
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
 from imgproc._io import load_image, save_image
 from imgproc._pipeline import Pipeline, register_op, registered_ops
+from imgproc import augment  # registers the augmentation ops as pipeline stages
+from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
 from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
 from imgproc.metrics import psnr
 
@@ -70,3 +72,4 @@ __all__ = [
     "sharpen",
     "unsharp_mask",
 ]
+__all__ += ["augment", *augment.__all__]

@@ -194,6 +194,12 @@ class Pipeline:
 
     def _run(self, images, key, indices, *, layout):
         self.trace_count += 1  # runs only while tracing: counts compilations
+        from imgproc._augment_base import pipeline_value_range
+
+        with pipeline_value_range(images.dtype):  # max_value=None of colour/noise ops: the input's range
+            return self._run_stages(images, key, indices, layout=layout)
+
+    def _run_stages(self, images, key, indices, *, layout):
         x = images.astype(jnp.float32)
         is_batch = layout in ("NHWC", "NCHW")
         image_layout = {"NHWC": "HWC", "NCHW": "CHW"}.get(layout, layout)
@@ -206,5 +212,9 @@ class Pipeline:
                 x = stage(x, k, layout=image_layout)
                 continue
             keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, i), s))(indices)
-            x = jax.vmap(lambda k, im: stage(im, k, layout=image_layout))(keys, x)
+            batch_fn = getattr(stage.info.fn, "apply_batch", None)  # random_choice/apply: strategies
+            if batch_fn is not None:
+                x = batch_fn(keys, x, layout=image_layout, **stage.options)
+            else:
+                x = jax.vmap(lambda k, im: stage(im, k, layout=image_layout))(keys, x)
         return to_output(x, images.dtype)
