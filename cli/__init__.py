@@ -66,6 +66,7 @@ def _process_file(pipeline, src, dst, *, quality, overwrite):
     """Load ``src``, run ``pipeline``, save ``dst`` atomically. Output checks come first so
     no work is done for an output that cannot be written."""
     import imgproc
+    from imgproc._cache import enable_compilation_cache
     from imgproc._io import output_format, same_file
     from imgproc.errors import OutputError
 
@@ -76,6 +77,7 @@ def _process_file(pipeline, src, dst, *, quality, overwrite):
     if dst.exists() and not overwrite:
         raise OutputError(dst, "exists; pass --overwrite to replace it")
     image = imgproc.load_image(src)
+    enable_compilation_cache()
     result = pipeline(image)
     imgproc.save_image(dst, result, quality=quality, overwrite=overwrite, source=src)
     return dst
@@ -118,7 +120,7 @@ def denoise(input, output, quality, overwrite, sigma, size, sharpen, mode):
     """Denoise IN into OUT: Gaussian blur then the 5x5 sharpen (the seed chapter's recipe)."""
     from imgproc import presets
 
-    pipe = presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode)
+    pipe = presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode, bucket=True)
     _process_file(pipe, input, output, quality=quality, overwrite=overwrite)
 
 
@@ -139,7 +141,7 @@ def blur(input, output, quality, overwrite, sigma, kind, size, mode):
             stage["size"] = size
     else:
         stage = {"op": "box_blur", "size": 5 if size is None else size, "mode": mode}
-    _process_file(imgproc.Pipeline([stage]), input, output, quality=quality, overwrite=overwrite)
+    _process_file(imgproc.Pipeline([stage], bucket=True), input, output, quality=quality, overwrite=overwrite)
 
 
 @main.command("sharpen", epilog=EXIT_CODES)
@@ -155,7 +157,7 @@ def sharpen_cmd(input, output, quality, overwrite, size, center, mode):
     stage = {"op": "sharpen", "size": size, "mode": mode}
     if center is not None:
         stage["center"] = center
-    _process_file(imgproc.Pipeline([stage]), input, output, quality=quality, overwrite=overwrite)
+    _process_file(imgproc.Pipeline([stage], bucket=True), input, output, quality=quality, overwrite=overwrite)
 
 
 @main.command(epilog=EXIT_CODES)
@@ -174,7 +176,7 @@ def run(spec, input, output, quality, overwrite):
     except OSError as e:
         raise InputError(spec, f"cannot read ({e.strerror or e})") from None
     try:
-        pipe = imgproc.Pipeline.from_spec(text)
+        pipe = imgproc.Pipeline.from_spec(text, bucket=True)
     except json.JSONDecodeError as e:
         _fail(f"{spec}: not valid JSON ({e})", 2)
     except (ValueError, TypeError) as e:

@@ -17,6 +17,7 @@ from imgproc import kernels, presets
 from imgproc._arrays import DTYPES, LAYOUTS
 from imgproc._boundary import MODES
 from imgproc._convolution import METHODS, convolve, correlate
+from imgproc._filters import RADII as _RADII
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
 from imgproc._io import load_image, save_image
 from imgproc._pipeline import Pipeline, register_op, registered_ops
@@ -40,9 +41,9 @@ def _kernel_option(opts):
 
 
 for _fn in (box_blur, gaussian_blur, sharpen, unsharp_mask, emboss, edges):
-    register_op(_fn.__name__, _fn)
-register_op("correlate", correlate, parse=_kernel_option)
-register_op("convolve", convolve, parse=_kernel_option)
+    register_op(_fn.__name__, _fn, radius=_RADII[_fn.__name__])
+register_op("correlate", correlate, parse=_kernel_option, radius=_RADII["correlate"])
+register_op("convolve", convolve, parse=_kernel_option, radius=_RADII["convolve"])
 del _fn
 
 __all__ = [

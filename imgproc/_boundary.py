@@ -32,6 +32,29 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def source_index(i, n, mode: str, xp=np):
+    """scipy.ndimage's source index for position ``i`` (any integers, also outside
+    ``[0, n)``) of an axis of length ``n``; ``-1`` outside for ``"constant"``.
+
+    ``xp`` is ``numpy`` for static index maps or ``jax.numpy`` when ``n`` is traced (the
+    size buckets of :class:`imgproc.Pipeline`). ``n == 1`` maps everything to 0 for the
+    reflecting modes.
+    """
+    if mode == "constant":
+        return xp.where((i >= 0) & (i < n), i, -1)
+    if mode == "nearest":
+        return xp.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return xp.mod(i, n)
+    if mode == "reflect":
+        period = 2 * n
+        j = xp.mod(i, period)
+        return xp.where(j < n, j, period - 1 - j)
+    period = xp.maximum(2 * n - 2, 1)  # mirror
+    j = xp.mod(i, period)
+    return xp.where(n == 1, 0, xp.where(j < n, j, period - j))
+
+
 def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
     """Source index for each position of an axis of length ``n`` extended by
     ``before``/``after`` elements, following scipy.ndimage's ``mode``.
@@ -40,25 +63,7 @@ def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
     positions outside ``[0, n)`` hold ``-1`` (the caller fills them with ``cval``).
     """
     check_mode(mode)
-    i = np.arange(-before, n + after)
-    if mode == "constant":
-        return np.where((i >= 0) & (i < n), i, -1)
-    if mode == "nearest":
-        return np.clip(i, 0, n - 1)
-    if mode == "wrap":
-        return np.mod(i, n)
-    if mode == "reflect":
-        if n == 1:
-            return np.zeros_like(i)
-        period = 2 * n
-        j = np.mod(i, period)
-        return np.where(j < n, j, period - 1 - j)
-    # mirror
-    if n == 1:
-        return np.zeros_like(i)
-    period = 2 * n - 2
-    j = np.mod(i, period)
-    return np.where(j < n, j, period - j)
+    return np.asarray(source_index(np.arange(-before, n + after), n, mode))
 
 
 def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):

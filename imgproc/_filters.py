@@ -213,3 +213,27 @@ def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto"):
     plans = [plan_lowering(_kernels.sobel(a), method=method) for a in (0, 1)]
     traced = {"plans": [(k, t) for _, k, t in plans], "cval": jnp.asarray(cval, jnp.float32)}
     return apply_stage(_edges_body, image, layout, traced, mode=mode, methods=tuple(m for m, _, _ in plans))
+
+
+def _gaussian_reach(options) -> int:
+    size = options.get("size")
+    if size is not None:
+        return int(size) // 2
+    return _kernels.gaussian_radius(float(options.get("sigma", 1.0)), options.get("truncate", 4.0))
+
+
+def _kernel_reach(options) -> int:
+    return max(np.shape(options["kernel"])) // 2 if "kernel" in options else 0
+
+
+# How far each filter reaches, for the size buckets of imgproc.Pipeline.
+RADII = {
+    "box_blur": lambda o: int(o.get("size", 3)) // 2,
+    "gaussian_blur": _gaussian_reach,
+    "sharpen": lambda o: int(o.get("size", 5)) // 2,
+    "unsharp_mask": _gaussian_reach,
+    "emboss": lambda o: 1,
+    "edges": lambda o: 1,
+    "correlate": _kernel_reach,
+    "convolve": _kernel_reach,
+}

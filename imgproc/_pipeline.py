@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._arrays import check_dtype, check_layout, layout_ndim, to_output
+from imgproc._arrays import check_dtype, check_layout, layout_ndim, spatial_axes, to_output
+from imgproc._boundary import source_index
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -40,18 +41,22 @@ class OpInfo:
     random: bool = False
     # Converts spec options to call options (e.g. nested stages to Stage objects).
     parse: Callable[[dict], dict] | None = None
+    # For local (neighbourhood) ops: the kernel radius for given options. Size buckets
+    # need it; ops without one (geometry, random) run at their exact size.
+    radius: Callable[[dict], int] | None = None
 
 
 _REGISTRY: dict[str, OpInfo] = {}
 
 
-def register_op(name: str, fn: Callable, *, random: bool = False, parse=None) -> Callable:
+def register_op(name: str, fn: Callable, *, random: bool = False, parse=None, radius=None) -> Callable:
     """Make ``fn`` usable as a pipeline stage called ``name`` in specs.
 
     Deterministic ops are called ``fn(image, **options)``; random ops (``random=True``)
-    ``fn(key, image, **options)`` on one image at a time.
+    ``fn(key, image, **options)`` on one image at a time. ``radius(options)`` gives the
+    reach of a local op in pixels (enables size buckets).
     """
-    _REGISTRY[name] = OpInfo(name, fn, random, parse)
+    _REGISTRY[name] = OpInfo(name, fn, random, parse, radius)
     return fn
 
 
@@ -132,6 +137,15 @@ class Pipeline:
             ``(fn_or_name, options)`` pairs, registered functions or op names.
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"`` or ``"NCHW"``.
+        bucket: compile once per *size bucket* instead of once per image size (for
+            programs that meet images of many sizes, like the command line). The image is
+            placed ``reach`` pixels from the top/left of a zero array of the bucket's size
+            (sides rounded up to a step of about 1/16 of the side, with at least ``reach``
+            = the largest stage radius on every side), each stage
+            re-extends the image from its true size with its boundary mode (so results
+            are exactly those of the unpadded image) and the output is cropped back and
+            returned as a NumPy array. Applies when every stage is local (has a radius);
+            otherwise the pipeline runs at the exact size.
 
     Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
     it has random stages. Output shape and dtype equal the input's.
@@ -145,13 +159,17 @@ class Pipeline:
         dtype('uint8')
     """
 
-    def __init__(self, stages, *, layout=None):
+    def __init__(self, stages, *, layout=None, bucket=False):
         if isinstance(stages, (str, dict)) or not hasattr(stages, "__iter__"):
             raise ValueError("stages must be a list of stages (spec dicts, (op, options) pairs or ops)")
         self.stages = tuple(Stage.of(s) for s in stages)
         if layout is not None:
             check_layout(layout, layout_ndim(layout))
         self.layout = layout
+        self.radii = tuple(
+            None if s.info.radius is None or s.info.random else int(s.info.radius(s.options)) for s in self.stages
+        )
+        self.bucket = bool(bucket) and all(r is not None for r in self.radii)
         self.trace_count = 0
         self._compiled = jax.jit(self._run, static_argnames=("layout",))
 
@@ -167,13 +185,13 @@ class Pipeline:
         return json.dumps(self.to_spec(), **kwargs)
 
     @classmethod
-    def from_spec(cls, spec, *, layout=None) -> "Pipeline":
+    def from_spec(cls, spec, *, layout=None, bucket=False) -> "Pipeline":
         """Build from a spec list (or its JSON text)."""
         if isinstance(spec, (str, bytes)):
             spec = json.loads(spec)
         if not isinstance(spec, list):
             raise ValueError(f"a pipeline spec is a JSON list of stages; got {type(spec).__name__}")
-        return cls(spec, layout=layout)
+        return cls(spec, layout=layout, bucket=bucket)
 
     def __repr__(self):
         return f"Pipeline({self.to_spec()!r}, layout={self.layout!r})"
@@ -190,20 +208,34 @@ class Pipeline:
             indices = jnp.arange(n)
         if indices is not None:
             indices = jnp.asarray(indices)
-        return self._compiled(images, key, indices, layout=layout)
+        if not self.bucket:
+            return self._compiled(images, key, indices, None, layout=layout)
+        axes = spatial_axes(layout)
+        true_hw = [images.shape[a] for a in axes]
+        reach = max(self.radii, default=0)
+        pads = [(0, 0)] * images.ndim
+        crop = [slice(None)] * images.ndim
+        for a, n in zip(axes, true_hw):
+            pads[a] = (reach, bucket_size(n + 2 * reach) - n - reach)
+            crop[a] = slice(reach, reach + n)
+        padded = np.pad(np.asarray(images), pads)
+        true = jnp.asarray(true_hw, jnp.int32)
+        return np.asarray(self._compiled(padded, key, indices, (true, reach), layout=layout))[tuple(crop)]
 
-    def _run(self, images, key, indices, *, layout):
+    def _run(self, images, key, indices, true_hw, *, layout):
         self.trace_count += 1  # runs only while tracing: counts compilations
         from imgproc._augment_base import pipeline_value_range
 
         with pipeline_value_range(images.dtype):  # max_value=None of colour/noise ops: the input's range
-            return self._run_stages(images, key, indices, layout=layout)
+            return self._run_stages(images, key, indices, true_hw, layout=layout)
 
-    def _run_stages(self, images, key, indices, *, layout):
+    def _run_stages(self, images, key, indices, true_hw, *, layout):
         x = images.astype(jnp.float32)
         is_batch = layout in ("NHWC", "NCHW")
         image_layout = {"NHWC": "HWC", "NCHW": "CHW"}.get(layout, layout)
         for s, stage in enumerate(self.stages):
+            if true_hw is not None:
+                x = _extend_from(x, true_hw, spatial_axes(layout), stage.options)
             if not stage.info.random:
                 x = stage(x, layout=layout)
                 continue
@@ -218,3 +250,29 @@ class Pipeline:
             else:
                 x = jax.vmap(lambda k, im: stage(im, k, layout=image_layout))(keys, x)
         return to_output(x, images.dtype)
+
+
+def bucket_size(n: int) -> int:
+    """Round ``n`` up to its size bucket: a multiple of ``2 ** max(4, bit_length(n) - 4)``
+    (steps of 16 up to 511, then about 1/16 of the size: at most ~12% padding)."""
+    step = 1 << max(4, int(n).bit_length() - 4)
+    return -(-int(n) // step) * step
+
+
+def _extend_from(x, true_hw, axes, options):
+    """Refill everything around the true image (traced size ``true_hw[0]``, placed at
+    static offset ``true_hw[1]``) along ``axes`` with the stage's boundary extension of
+    the true image, so a stage on the padded array gives exactly the result on the true
+    image inside it (for every mode, ``wrap`` included)."""
+    mode = options.get("mode", "reflect")
+    cval = options.get("cval", 0.0)
+    sizes, offset = true_hw
+    for axis, n in zip(axes, (sizes[0], sizes[1])):
+        src = source_index(jnp.arange(x.shape[axis]) - offset, n, mode, jnp)
+        src = jnp.where(src >= 0, src + offset, src)
+        x = jnp.take(x, jnp.maximum(src, 0), axis=axis)
+        if mode == "constant":
+            shape = [1] * x.ndim
+            shape[axis] = x.shape[axis]
+            x = jnp.where((src >= 0).reshape(shape), x, jnp.asarray(cval, x.dtype))
+    return x

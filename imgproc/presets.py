@@ -23,7 +23,7 @@ def denoise_spec(*, sigma=1.0, size=5, sharpen=True, mode="reflect") -> list[dic
     return spec
 
 
-def denoise(*, sigma=1.0, size=5, sharpen=True, mode="reflect", layout=None) -> Pipeline:
+def denoise(*, sigma=1.0, size=5, sharpen=True, mode="reflect", layout=None, bucket=False) -> Pipeline:
     """The seed chapter's denoise pipeline: Gaussian (``sigma``, ``size``×``size``) then
     the 5×5 sharpen.
 
@@ -32,4 +32,4 @@ def denoise(*, sigma=1.0, size=5, sharpen=True, mode="reflect", layout=None) -> 
         >>> presets.denoise().to_spec()[0]["op"]
         'gaussian_blur'
     """
-    return Pipeline(denoise_spec(sigma=sigma, size=size, sharpen=sharpen, mode=mode), layout=layout)
+    return Pipeline(denoise_spec(sigma=sigma, size=size, sharpen=sharpen, mode=mode), layout=layout, bucket=bucket)

@@ -80,9 +80,11 @@ def test_bad_specs(spec, match):
         imgproc.Pipeline.from_spec(spec)
 
 
-def test_bad_options_raise_when_called():
-    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": -2}])
+def test_bad_options_raise_before_running():
     with pytest.raises(ValueError, match="sigma must be a finite number >= 0"):
+        imgproc.Pipeline([{"op": "gaussian_blur", "sigma": -2}])
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "mode": "edge"}])
+    with pytest.raises(ValueError, match="mode must be one of reflect"):
         pipe(np.zeros((5, 5), np.float32))
     with pytest.raises(ValueError, match="layout must be one of"):
         imgproc.Pipeline([], layout="XYZ")
@@ -93,3 +95,47 @@ def test_denoise_improves_psnr_on_the_sample(samples):
     noisy = imgproc.load_image(samples / "chelsea_noisy.jpg")
     restored = np.asarray(presets.denoise()(noisy))
     assert imgproc.psnr(clean, restored) > imgproc.psnr(clean, noisy) + 3
+
+
+def test_size_buckets_compile_once_per_bucket_and_match_exactly():
+    from imgproc._pipeline import bucket_size
+
+    rng = np.random.default_rng(5)
+    sizes = [(int(h), int(w)) for h, w in rng.integers(90, 124, (50, 2))]
+    exact = presets.denoise()
+    bucketed = presets.denoise(bucket=True)
+    for h, w in sizes[:6]:
+        x = rng.integers(0, 256, (h, w, 3)).astype(np.uint8)
+        np.testing.assert_array_equal(bucketed(x), np.asarray(exact(x)))
+    for h, w in sizes[6:]:
+        bucketed(np.zeros((h, w, 3), np.uint8))
+    buckets = {(bucket_size(h + 4), bucket_size(w + 4)) for h, w in sizes}
+    assert bucketed.trace_count == len(buckets) < len(sizes)
+
+
+@pytest.mark.parametrize("mode", imgproc.MODES)
+def test_size_buckets_exact_in_every_mode(mode):
+    rng = np.random.default_rng(6)
+    spec = [{"op": "emboss", "mode": mode, "cval": 0.3}, {"op": "gaussian_blur", "sigma": 1.5, "mode": mode},
+            {"op": "correlate", "kernel": [[1, 2, 0], [0, 0, -1.5]], "mode": mode}]
+    for shape in [(1, 1, 3), (3, 17, 1), (23, 9, 2)]:
+        x = rng.random(shape, dtype=np.float32)
+        np.testing.assert_allclose(imgproc.Pipeline(spec, bucket=True)(x), np.asarray(imgproc.Pipeline(spec)(x)), atol=1e-6)
+
+
+def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
+    from imgproc._cache import enable_compilation_cache
+
+    events = []
+    jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+    folder = enable_compilation_cache(tmp_path / "cache")
+    try:
+        x = np.zeros((33, 35, 3), np.uint8)
+        presets.denoise(sigma=1.1)(x)
+        assert any(folder.iterdir())
+        assert (folder.stat().st_mode & 0o777) == 0o700
+        jax.clear_caches()
+        presets.denoise(sigma=1.1)(x)  # a new process would do the same: load from disk
+        assert "/jax/compilation_cache/cache_hits" in events
+    finally:
+        jax.config.update("jax_compilation_cache_dir", None)
