@@ -1,9 +1,11 @@
 """Loading and saving images (Pillow), safely.
 
 ``load_image`` returns a NumPy array: EXIF orientation applied; grayscale ``(H, W)``; grey
-with alpha ``(H, W, 2)``; RGB ``(H, W, 3)``; RGBA ``(H, W, 4)``; 16-bit PNG kept as uint16;
-palette images expanded to RGB (RGBA when the palette has transparency); CMYK converted to
-RGB; 1-bit to uint8 0/255.
+with alpha ``(H, W, 2)``; RGB ``(H, W, 3)``; RGBA ``(H, W, 4)``; 16-bit grey and 16-bit RGB(A)
+PNG/TIFF kept as uint16; palette images expanded to RGB (RGBA when the palette has
+transparency); CMYK converted to RGB (through its ICC profile when it has one); 1-bit to
+uint8 0/255. The defences (format from the bytes, allowlist, pixel limit before decoding,
+truncated files) are in :mod:`imgproc._loader`.
 
 ``save_image`` writes atomically: a temporary file in the destination folder, fsync,
 ``os.replace``; on any failure the temporary file is removed and nothing is left behind.
@@ -12,23 +14,25 @@ over ``source`` (the image's own input, also through links).
 
 Conversions on save (no hidden rescaling otherwise): float images are taken as values in
 [0, 1] and written as 8-bit ``round(255 x)`` saturated; uint16 is written at full depth to
-PNG/TIFF grayscale and scaled to 8 bits (``round(x / 257)``) for formats or channel counts
-that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
+PNG/TIFF (grey through Pillow, colour through OpenCV) and scaled to 8 bits
+(``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
 and BMP.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image
 
-from imgproc.errors import InputError, InvalidImageError, OutputError, WriteError
+from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc.errors import OutputError, WriteError
 
-__all__ = ["load_image", "save_image", "OUTPUT_FORMATS"]
+__all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
 
 OUTPUT_FORMATS = {
     ".jpg": "JPEG",
@@ -39,40 +43,19 @@ OUTPUT_FORMATS = {
     ".webp": "WEBP",
     ".bmp": "BMP",
 }
+TEMP_SUFFIX = ".imgproc-tmp"
 _NO_ALPHA = {"JPEG", "BMP"}
 _SIXTEEN_BIT_GRAY = {"PNG", "TIFF"}
 
 
-def _to_array(img: Image.Image, path) -> np.ndarray:
-    mode = img.mode
-    if mode == "P" or mode == "PA":
-        img = img.convert("RGBA" if ("transparency" in img.info or mode == "PA") else "RGB")
-    elif mode == "1":
-        img = img.convert("L")
-    elif mode in ("CMYK", "YCbCr", "LAB", "HSV"):
-        img = img.convert("RGB")
-    elif mode == "RGBX":
-        img = img.convert("RGB")
-    elif mode == "La":
-        img = img.convert("LA")
-    elif mode == "RGBa":
-        img = img.convert("RGBA")
-    arr = np.asarray(img)
-    if img.mode in ("I;16", "I;16B", "I;16L", "I;16N"):
-        return arr.astype(np.uint16)
-    if img.mode == "I":
-        if arr.min() >= 0 and arr.max() <= 65535:
-            return arr.astype(np.uint16)
-        raise InvalidImageError(path, "32-bit integer images are not supported (values beyond 16 bits)")
-    if img.mode == "F":
-        return arr.astype(np.float32)
-    if arr.dtype != np.uint8:
-        raise InvalidImageError(path, f"unsupported image mode {img.mode}")
-    return np.array(arr)
-
-
-def load_image(path) -> np.ndarray:
+def load_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False) -> np.ndarray:
     """Read an image file into a NumPy array (see the module doc for shapes and dtypes).
+
+    The format is read from the file's bytes (JPEG, PNG, WebP, TIFF, BMP, GIF allowed), the
+    pixel count is checked against ``max_pixels`` before decoding, and truncated files are
+    refused unless ``allow_truncated``. Non-fatal oddities (first frame of an animation,
+    corrupt EXIF) issue an :class:`imgproc.errors.ImgprocWarning`. Details:
+    :mod:`imgproc._loader`; metadata too: :func:`imgproc._loader.read_image`.
 
     Raises:
         InputError: the file is missing or unreadable (exit code 66).
@@ -83,27 +66,7 @@ def load_image(path) -> np.ndarray:
         >>> imgproc.load_image("sample_images/chelsea.jpg").shape
         (300, 451, 3)
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, "no such file")
-    if path.is_dir():
-        raise InputError(path, "is a folder, not an image file")
-    try:
-        with open(path, "rb") as f:
-            with Image.open(f) as img:
-                img.load()
-                img = ImageOps.exif_transpose(img)
-                return _to_array(img, path)
-    except PermissionError:
-        raise InputError(path, "permission denied") from None
-    except UnidentifiedImageError:
-        raise InvalidImageError(path, "not a recognised image format") from None
-    except Image.DecompressionBombError as e:
-        raise InvalidImageError(path, f"too many pixels ({e})") from None
-    except (OSError, SyntaxError, ValueError) as e:
-        if isinstance(e, InvalidImageError):
-            raise
-        raise InvalidImageError(path, f"cannot decode image ({e})") from None
+    return read_image(path, max_pixels=max_pixels, allow_truncated=allow_truncated)[0]
 
 
 def output_format(path) -> str:
@@ -154,7 +117,82 @@ def same_file(a, b) -> bool:
         return False
 
 
-def save_image(path, image, *, quality: int = 95, overwrite: bool = False, source=None) -> Path:
+def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes:
+    """The file's bytes. JPEG (8-bit RGB or grey) goes through libjpeg-turbo (simplejpeg,
+    faster than Pillow); 16-bit colour PNG/TIFF through OpenCV (Pillow cannot write it,
+    and OpenCV writes no metadata); everything else through Pillow."""
+    arr = np.asarray(arr)
+    if arr.dtype.name == "bfloat16" or arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] in (3, 4) and fmt in _SIXTEEN_BIT_GRAY:
+        encoded = _encode_16bit_colour(arr, fmt)
+        if encoded is not None:
+            return encoded
+    if fmt == "JPEG":
+        encoded = _encode_jpeg_fast(arr, quality, exif, icc_profile)
+        if encoded is not None:
+            return encoded
+    pil = _to_pil(arr, fmt)
+    params = {"quality": int(quality)} if fmt in ("JPEG", "WEBP") else {}
+    if exif and fmt in ("JPEG", "PNG", "WEBP", "TIFF"):
+        params["exif"] = exif
+    if icc_profile and fmt in ("JPEG", "PNG", "WEBP", "TIFF"):
+        params["icc_profile"] = icc_profile
+    buf = io.BytesIO()
+    pil.save(buf, format=fmt, **params)
+    return buf.getvalue()
+
+
+def _encode_16bit_colour(arr, fmt):
+    try:
+        import cv2
+    except ImportError:
+        return None
+    bgr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2BGR if arr.shape[2] == 3 else cv2.COLOR_RGBA2BGRA)
+    ok, buf = cv2.imencode(".png" if fmt == "PNG" else ".tiff", bgr)
+    return buf.tobytes() if ok else None
+
+
+def _encode_jpeg_fast(arr, quality, exif, icc_profile):
+    if arr.dtype != np.uint8 or not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)):
+        return None
+    if exif and len(exif) > 65000:
+        return None  # needs Pillow's handling
+    try:
+        import simplejpeg
+    except ImportError:
+        return None
+    if arr.ndim == 2:
+        data = simplejpeg.encode_jpeg(np.ascontiguousarray(arr[:, :, None]), quality=int(quality), colorspace="GRAY")
+    else:
+        data = simplejpeg.encode_jpeg(np.ascontiguousarray(arr), quality=int(quality), colorspace="RGB", colorsubsampling="420")
+    return _insert_jpeg_metadata(data, exif, icc_profile)
+
+
+def _insert_jpeg_metadata(data: bytes, exif, icc_profile) -> bytes:
+    """Insert EXIF (APP1) and ICC (APP2, chunked) segments after SOI and JFIF's APP0."""
+    segments = b""
+    if exif:
+        body = exif if exif.startswith(b"Exif\x00\x00") else b"Exif\x00\x00" + exif
+        segments += b"\xff\xe1" + (len(body) + 2).to_bytes(2, "big") + body
+    if icc_profile:
+        chunk = 65519
+        parts = [icc_profile[i:i + chunk] for i in range(0, len(icc_profile), chunk)]
+        for n, part in enumerate(parts, 1):
+            body = b"ICC_PROFILE\x00" + bytes([n, len(parts)]) + part
+            segments += b"\xff\xe2" + (len(body) + 2).to_bytes(2, "big") + body
+    if not segments:
+        return data
+    pos = 2
+    if data[2:4] == b"\xff\xe0":
+        pos = 4 + int.from_bytes(data[4:6], "big")
+    return data[:pos] + segments + data[pos:]
+
+
+def save_image(path, image, *, quality: int = 95, overwrite: bool = False, source=None,
+               exif: bytes | None = None, icc_profile: bytes | None = None) -> Path:
     """Write ``image`` to ``path`` atomically; the format comes from the extension.
 
     Args:
@@ -163,6 +201,9 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
         quality: JPEG/WebP quality, 1..100.
         overwrite: replace an existing file (atomically).
         source: the image's input file; writing over it is always refused.
+        exif: EXIF block to embed (JPEG, PNG, WebP, TIFF), e.g. from
+            :func:`imgproc._loader.read_image`; None writes none.
+        icc_profile: ICC profile to embed (JPEG, PNG, WebP, TIFF); None writes none.
 
     Raises:
         OutputError: exists without ``overwrite``, same file as ``source``, unknown
@@ -182,20 +223,21 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(path, f"folder {folder} does not exist")
-    pil = _to_pil(np.asarray(image), fmt)
-    params = {"quality": int(quality)} if fmt in ("JPEG", "WEBP") else {}
+    data = _encode(image, fmt, quality, exif, icc_profile)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
     except OSError as e:
         raise OutputError(path, f"folder not writable ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            pil.save(f, format=fmt, **params)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         if path.exists() and not overwrite:  # appeared while we were writing
             raise OutputError(path, "exists; pass overwrite=True (--overwrite) to replace it")
+        if source is not None and same_file(source, path):  # became a link to the input meanwhile
+            raise OutputError(path, "is the input file itself; choose another output")
         os.replace(tmp, path)
     except BaseException as e:
         try:
@@ -206,6 +248,23 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
             raise WriteError(path, f"cannot write ({e.strerror or e})") from None
         raise
     return path
+
+
+def temp_files_for(path) -> list[Path]:
+    """Temporary files an interrupted :func:`save_image` of ``path`` may have left (a
+    process killed with SIGKILL cannot clean up; the next run calls this and removes them)."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        return sorted(folder.glob(f".{glob_escape(path.name)}.*{TEMP_SUFFIX}"))
+    except OSError:
+        return []
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
 
 
 def _umask() -> int:

@@ -8,6 +8,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "WriteError",
+    "ImgprocWarning",
 ]
 
 
@@ -45,3 +46,8 @@ class WriteError(ImgprocError, OSError):
     """An I/O error while writing (disk full). Exit 74."""
 
     exit_code = 74
+
+
+class ImgprocWarning(UserWarning):
+    """Something odd but not fatal about an input (first frame only, corrupt EXIF ignored,
+    truncated file decoded with allow_truncated)."""

@@ -1,0 +1,414 @@
+"""The defended image loader behind :func:`imgproc.load_image` and the command line.
+
+What it promises, for any sequence of bytes:
+
+* the format comes from the file's first bytes (its *signature*), never from its name, and
+  only formats in the allowlist are decoded (default: JPEG, PNG, WebP, TIFF, BMP, GIF).
+  PostScript/EPS, PSD, SVG, FITS, PDF and everything else are refused, so Pillow's
+  riskier plugins (EPS runs Ghostscript) are never reached;
+* the pixel count is checked from the header, before any pixel is decoded
+  (``max_pixels``, default 90 megapixels), so a decompression bomb is refused in
+  milliseconds and a few kilobytes of memory;
+* a truncated file is refused unless ``allow_truncated=True`` (then what is there is
+  decoded, the rest is grey/black, and a warning says so);
+* an animated GIF or a multi-page TIFF gives its first frame, with a warning;
+* a corrupt EXIF block is ignored with a warning (the image is still processed);
+* every failure is an :class:`~imgproc.errors.InvalidImageError` (exit code 65) with one
+  line saying why, never another exception (checked by the fuzz harness in ``fuzz/``).
+
+Content (see ``docs/cli.md``): EXIF orientation 2-8 is applied (the pixels are turned
+upright, the returned EXIF says orientation 1); grey stays ``(H, W)``; grey + alpha is
+``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency; 1-bit
+becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth;
+CMYK is converted to RGB through its embedded ICC profile when it has one (else with the
+plain inversion formula); any other ICC profile is kept as is (the pixels are not
+converted) and written to the output unless metadata are stripped.
+
+JPEG RGB and grey images are decoded with libjpeg-turbo through ``simplejpeg`` (4x faster
+than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); Pillow does everything
+else and reads the metadata.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import threading
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageFile, UnidentifiedImageError
+
+from imgproc.errors import ImgprocWarning, InputError, InvalidImageError
+
+__all__ = [
+    "ALLOWED_FORMATS",
+    "DEFAULT_MAX_PIXELS",
+    "ImageInfo",
+    "decode_bytes",
+    "read_image",
+    "sniff_format",
+]
+
+ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "TIFF", "BMP", "GIF")
+DEFAULT_MAX_PIXELS = 90_000_000
+# Files larger than this are refused before being read (an image within max_pixels at
+# 16 bits x 4 channels uncompressed, plus room for metadata).
+_MAX_FILE_BYTES_PER_PIXEL = 8
+
+_SIGNATURES = [
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+    (b"BM", "BMP"),
+]
+_REFUSED_SIGNATURES = [
+    (b"%!PS", "PostScript/EPS"),
+    (b"\xc5\xd0\xd3\xc6", "EPS"),
+    (b"8BPS", "PSD"),
+    (b"SIMPLE  =", "FITS"),
+    (b"%PDF", "PDF"),
+    (b"II+\x00", "BigTIFF"),
+    (b"MM\x00+", "BigTIFF"),
+    (b"\x00\x00\x00\x0cjP  ", "JPEG 2000"),
+    (b"\xff\x4f\xff\x51", "JPEG 2000"),
+    (b"\x00\x00\x01\x00", "ICO"),
+    (b"icns", "ICNS"),
+    (b"P1", "PNM"), (b"P2", "PNM"), (b"P3", "PNM"), (b"P4", "PNM"), (b"P5", "PNM"), (b"P6", "PNM"),
+]
+
+_truncated_lock = threading.Lock()
+_limit_lock = threading.Lock()
+
+
+@dataclasses.dataclass
+class ImageInfo:
+    """What :func:`read_image` learnt besides the pixels.
+
+    Attributes:
+        format: the format found in the bytes (``"JPEG"``, ``"PNG"``, ...).
+        exif: the EXIF block to write with the output (orientation reset to 1), or None.
+        icc_profile: the ICC profile to write with the output, or None (none, or the
+            pixels were converted to sRGB).
+        warnings: what was odd but not fatal, one line each.
+        frames: number of frames/pages in the file (only the first is decoded).
+    """
+
+    format: str
+    exif: bytes | None = None
+    icc_profile: bytes | None = None
+    warnings: list = dataclasses.field(default_factory=list)
+    frames: int = 1
+
+
+def sniff_format(head: bytes) -> str | None:
+    """The format named by a file's first bytes: an allowlisted name, or None."""
+    for sig, fmt in _SIGNATURES:
+        if head.startswith(sig):
+            return fmt
+    if len(head) >= 12 and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP"
+    return None
+
+
+def _refused_name(head: bytes) -> str | None:
+    for sig, name in _REFUSED_SIGNATURES:
+        if head.startswith(sig):
+            return name
+    text = head[:256].lstrip().lower()
+    if text.startswith(b"<?xml") or text.startswith(b"<svg") or b"<svg" in text:
+        return "SVG"
+    return None
+
+
+@contextmanager
+def _pillow_limit(max_pixels: int):
+    """Pillow refuses images beyond 2 x Image.MAX_IMAGE_PIXELS (and warns above it) on its
+    own; our limit is checked separately, so lift Pillow's to ours while opening."""
+    if max_pixels <= Image.MAX_IMAGE_PIXELS:
+        yield
+        return
+    with _limit_lock:
+        old = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = max_pixels
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = old
+
+
+def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False,
+               formats=ALLOWED_FORMATS, warn=None):
+    """Read an image file defensively: ``(array, ImageInfo)``.
+
+    Args:
+        path: the file.
+        max_pixels: refuse images with more pixels than this (checked before decoding).
+        allow_truncated: decode truncated files as far as they go (with a warning).
+        formats: the allowlist of format names.
+        warn: ``warn(path, message)`` for non-fatal problems; default issues an
+            :class:`~imgproc.errors.ImgprocWarning`.
+
+    Raises:
+        InputError: missing, a folder, or unreadable (exit code 66).
+        InvalidImageError: not a valid image of an allowed format (exit code 65).
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            size = _file_size(f)
+            limit = max(int(max_pixels), 1) * _MAX_FILE_BYTES_PER_PIXEL + (64 << 20)
+            if size > limit:
+                raise InvalidImageError(path, f"file too large ({size} bytes) for the pixel limit {max_pixels}")
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, not an image file") from None
+    except PermissionError:
+        raise InputError(path, "permission denied") from None
+    except OSError as e:
+        if isinstance(e, InvalidImageError):
+            raise
+        raise InputError(path, f"cannot read ({e.strerror or e})") from None
+    return decode_bytes(data, path, max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats, warn=warn)
+
+
+def _file_size(f) -> int:
+    import os
+
+    st = os.fstat(f.fileno())
+    import stat
+
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError
+    return st.st_size
+
+
+def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS,
+                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None):
+    """Decode ``data`` (a whole image file) like :func:`read_image`; ``path`` names it in
+    messages."""
+    notes: list[str] = []
+
+    def note(msg):
+        notes.append(msg)
+        if warn is None:
+            warnings.warn(f"{path}: {msg}", ImgprocWarning, stacklevel=4)
+        else:
+            warn(path, msg)
+
+    if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)) or max_pixels < 1:
+        raise ValueError(f"max_pixels must be a positive integer; got {max_pixels!r}")
+    allowed = tuple(f.upper() for f in formats)
+    if len(data) == 0:
+        raise InvalidImageError(path, "empty file")
+    fmt = sniff_format(data[:32])
+    if fmt is None:
+        refused = _refused_name(data[:512])
+        if refused:
+            raise InvalidImageError(path, f"unsupported format {refused}; allowed: {', '.join(allowed)}")
+        raise InvalidImageError(path, "not a recognised image format")
+    if fmt not in allowed:
+        raise InvalidImageError(path, f"format {fmt} is not allowed here; allowed: {', '.join(allowed)}")
+    try:
+        return _decode(data, path, fmt, max_pixels, allow_truncated, note, notes)
+    except (InvalidImageError, InputError):
+        raise
+    except MemoryError:
+        raise InvalidImageError(path, "not enough memory to decode it") from None
+    except Image.DecompressionBombError:
+        raise InvalidImageError(path, f"too many pixels (over the limit of {max_pixels}); raise --max-pixels") from None
+    except UnidentifiedImageError:
+        raise InvalidImageError(path, f"not a valid {fmt} file") from None
+    except RecursionError:
+        raise InvalidImageError(path, f"cannot decode {fmt} (nested too deeply)") from None
+    except Exception as e:  # noqa: BLE001 - Pillow's plugins raise many kinds on bad bytes
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if "truncated" in msg.lower() or "premature end" in msg.lower():
+            raise InvalidImageError(path, f"truncated {fmt} file ({msg}); pass --allow-truncated to decode what is there") from None
+        raise InvalidImageError(path, f"cannot decode {fmt} ({msg})") from None
+
+
+def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
+    with _pillow_limit(max_pixels):
+        img = Image.open(io.BytesIO(data), formats=[fmt])
+    w, h = img.size
+    if w < 1 or h < 1:
+        raise InvalidImageError(path, f"empty image ({w}x{h})")
+    if w * h > max_pixels:
+        raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
+    frames = 1
+    try:
+        frames = int(getattr(img, "n_frames", 1))
+    except Exception:  # noqa: BLE001 - a broken later frame: the first one may still be fine
+        frames = 1
+    if frames > 1:
+        kind = "animated GIF" if fmt == "GIF" else f"multi-page {fmt}"
+        note(f"{kind} with {frames} frames: only the first is processed")
+        img.seek(0)
+    orientation, exif_out = _read_exif(img, note)
+    icc = img.info.get("icc_profile") or None
+
+    arr = None
+    if fmt == "JPEG" and img.mode in ("RGB", "L") and _jpeg_complete(data):
+        arr = _decode_jpeg_fast(data, img.mode)
+    if arr is None and fmt in ("PNG", "TIFF") and _is_16bit_colour(img, fmt, data):
+        arr = _decode_16bit_colour(data)
+    if arr is None:
+        _load(img, path, fmt, allow_truncated, note)
+        arr, icc = _to_array(img, path, icc, note)
+    arr = _orient(arr, orientation)
+    return np.ascontiguousarray(arr), _info(fmt, exif_out, icc, notes, frames)
+
+
+def _info(fmt, exif, icc, notes, frames):
+    return ImageInfo(format=fmt, exif=exif, icc_profile=icc, warnings=list(notes), frames=frames)
+
+
+def _load(img, path, fmt, allow_truncated, note):
+    try:
+        img.load()
+        return
+    except OSError as e:
+        if "truncated" not in str(e).lower() or not allow_truncated:
+            raise
+    with _truncated_lock:  # Pillow's switch is a module global
+        old = ImageFile.LOAD_TRUNCATED_IMAGES
+        ImageFile.LOAD_TRUNCATED_IMAGES = True
+        try:
+            img.load()
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = old
+    note(f"truncated {fmt} file: decoded what was there (--allow-truncated)")
+
+
+def _read_exif(img, note):
+    """(orientation, EXIF bytes to write back with orientation 1)."""
+    if "exif" not in img.info and not hasattr(img, "tag_v2"):
+        return 1, None
+    try:
+        exif = img.getexif()
+        orientation = exif.get(0x0112, 1)
+        if not isinstance(orientation, int) or not 1 <= orientation <= 8:
+            note(f"EXIF orientation {orientation!r} is not 1-8; ignored")
+            orientation = 1
+        if 0x0112 in exif:
+            exif[0x0112] = 1
+        raw = exif.tobytes() if len(exif) else None
+        if img.format == "TIFF":
+            raw = None  # a TIFF's tags describe its own layout; not copied as EXIF
+        return orientation, raw
+    except Exception as e:  # noqa: BLE001 - corrupt EXIF: process the pixels, drop the metadata
+        note(f"corrupt EXIF ignored ({type(e).__name__}: {str(e)[:80]})")
+        return 1, None
+
+
+def _jpeg_complete(data: bytes) -> bool:
+    return data.rstrip(b"\x00\r\n ").endswith(b"\xff\xd9")
+
+
+def _decode_jpeg_fast(data, mode):
+    try:
+        import simplejpeg
+    except ImportError:  # optional speed-up; Pillow decodes the same pixels
+        return None
+    try:
+        arr = simplejpeg.decode_jpeg(data, colorspace="RGB" if mode == "RGB" else "GRAY")
+    except (ValueError, RuntimeError):
+        return None  # let Pillow decide (and explain)
+    return arr[:, :, 0] if mode == "L" else arr
+
+
+def _is_16bit_colour(img, fmt, data) -> bool:
+    if img.mode not in ("RGB", "RGBA"):
+        return False
+    if fmt == "PNG":
+        return len(data) > 26 and data[24] == 16 and data[25] in (2, 6)
+    try:
+        bits = img.tag_v2.get(258)
+    except Exception:  # noqa: BLE001
+        return False
+    if isinstance(bits, tuple):
+        return len(bits) > 0 and all(b == 16 for b in bits)
+    return bits == 16
+
+
+def _decode_16bit_colour(data):
+    """16-bit RGB(A) at full depth (Pillow reads it as 8-bit): OpenCV."""
+    try:
+        import cv2
+    except ImportError:
+        return None
+    arr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if arr is None or arr.dtype != np.uint16 or arr.ndim != 3 or arr.shape[2] not in (3, 4):
+        return None
+    return cv2.cvtColor(arr, cv2.COLOR_BGR2RGB if arr.shape[2] == 3 else cv2.COLOR_BGRA2RGBA)
+
+
+def _cmyk_to_rgb(img, icc, note):
+    if icc:
+        try:
+            from PIL import ImageCms
+
+            src = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+            return ImageCms.profileToProfile(img, src, ImageCms.createProfile("sRGB"), outputMode="RGB")
+        except Exception as e:  # noqa: BLE001 - unusable profile: plain conversion
+            note(f"CMYK ICC profile unusable ({str(e)[:60]}); converted without it")
+    return img.convert("RGB")
+
+
+def _to_array(img: Image.Image, path, icc, note):
+    """(array, ICC profile to keep)."""
+    mode = img.mode
+    if mode in ("P", "PA"):
+        img = img.convert("RGBA" if ("transparency" in img.info or mode == "PA") else "RGB")
+    elif mode == "1":
+        img = img.convert("L")
+    elif mode == "CMYK":
+        img, icc = _cmyk_to_rgb(img, icc, note), None
+    elif mode in ("YCbCr", "LAB", "HSV", "RGBX"):
+        img = img.convert("RGB")
+    elif mode == "La":
+        img = img.convert("LA")
+    elif mode == "RGBa":
+        img = img.convert("RGBA")
+    arr = np.asarray(img)
+    if img.mode in ("I;16", "I;16B", "I;16L", "I;16N"):
+        return arr.astype(np.uint16), icc
+    if img.mode == "I":
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise InvalidImageError(path, "32-bit integer image with values beyond 16 bits is not supported")
+        return arr.astype(np.uint16), icc
+    if img.mode == "F":
+        arr = arr.astype(np.float32)
+        if not np.isfinite(arr).all():
+            raise InvalidImageError(path, "floating-point image contains NaN or infinity")
+        return arr, icc
+    if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (2, 3, 4)):
+        raise InvalidImageError(path, f"unsupported image mode {img.mode}")
+    return np.array(arr), icc
+
+
+def _orient(arr, orientation):
+    """Apply EXIF orientation to (H, W[, C]) like PIL.ImageOps.exif_transpose."""
+    if orientation == 2:
+        return arr[:, ::-1]
+    if orientation == 3:
+        return arr[::-1, ::-1]
+    if orientation == 4:
+        return arr[::-1]
+    if orientation == 5:
+        return arr.swapaxes(0, 1)
+    if orientation == 6:
+        return np.rot90(arr, -1)
+    if orientation == 7:
+        return arr[::-1, ::-1].swapaxes(0, 1)
+    if orientation == 8:
+        return np.rot90(arr, 1)
+    return arr
