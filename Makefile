@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-gpu clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
+
+# On a machine with an NVIDIA GPU: jax[cuda12] and torch/torchvision must be installed there.
+bench-gpu: $(VENV)/.installed-bench
+	$(PIP) install --quiet "jax[cuda12]"
+	$(PY) benchmarks/gpu.py
 
 clean:
 	rm -rf $(VENV) out

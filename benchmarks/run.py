@@ -1,0 +1,272 @@
+"""`make bench`: the same work timed in one run for imgproc and the other libraries.
+
+Prints a table of medians and ratios and writes benchmarks/RESULTS.md with the machine,
+library versions and date. Every number in RESULTS.md comes from this script.
+
+    python benchmarks/run.py            # everything
+    python benchmarks/run.py --quick    # fewer repeats, smaller command test
+    python benchmarks/run.py --only gaussian,box
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(fn, repeats: int, warmup: int = 1):
+    """Median wall seconds of ``fn()`` and the cores it kept busy (CPU time / wall time)."""
+    for _ in range(warmup):
+        fn()
+    times, cpu0, wall0 = [], cpu_seconds(), time.perf_counter()
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    busy = (cpu_seconds() - cpu0) / max(time.perf_counter() - wall0, 1e-9)
+    return statistics.median(times), busy
+
+
+def _block(x):
+    if hasattr(x, "block_until_ready"):
+        x.block_until_ready()
+    return x
+
+
+def versions() -> dict:
+    out = {}
+    for name in ("imgproc-jax", "jax", "jaxlib", "numpy", "scipy", "opencv-python-headless", "dm-pix", "pillow",
+                 "albumentations", "augmax", "torch", "torchvision"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------- filters
+
+
+def filter_benchmarks(repeats: int):
+    import cv2
+    import dm_pix
+    import jax
+    import jax.numpy as jnp
+    import scipy.ndimage as ndi
+    import scipy.signal
+    from PIL import Image, ImageFilter
+
+    import imgproc
+    from imgproc import kernels
+
+    cv2.setNumThreads(os.cpu_count() or 1)
+    rng = np.random.default_rng(0)
+    img = rng.random((2048, 2048, 3), dtype=np.float32)
+    dev = jax.device_put(img)
+    u8 = Image.fromarray((img * 255).astype(np.uint8))
+
+    def chapter(image, kernel):  # the seed chapter's NumPy code (convolve2d per channel)
+        return np.stack([scipy.signal.convolve2d(image[:, :, i], kernel, mode="same") for i in range(3)], axis=2)
+
+    rows = []
+    for sigma, size in ((1.0, 5), (3.0, 25)):
+        title = f"Gaussian sigma={sigma:g} ({size}x{size}), 2048x2048x3 float32"
+        imgproc_fn = jax.jit(lambda x, s=sigma, k=size: imgproc.gaussian_blur(x, s, size=k))
+        pix_fn = jax.jit(lambda x, s=sigma, k=size: dm_pix.gaussian_blur(x, s, k))
+        g2 = kernels.gaussian(sigma, size=size)
+        cases = [
+            ("imgproc gaussian_blur (jit)", lambda: _block(imgproc_fn(dev))),
+            ("OpenCV cv2.GaussianBlur", lambda: cv2.GaussianBlur(img, (size, size), sigma, borderType=cv2.BORDER_REFLECT)),
+            ("scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(img, (sigma, sigma, 0), truncate=(size // 2) / sigma)),
+            ("dm-pix gaussian_blur (jit)", lambda: _block(pix_fn(dev))),
+            ("Pillow GaussianBlur (uint8)", lambda: u8.filter(ImageFilter.GaussianBlur(sigma))),
+        ]
+        if size <= 5 or repeats > 3:
+            cases.append(("seed chapter NumPy convolve2d", lambda: chapter(img, g2)))
+        rows += run_group(title, cases, repeats, baseline="OpenCV cv2.GaussianBlur")
+
+    box_fn = jax.jit(lambda x: imgproc.box_blur(x, 5))
+    rows += run_group(
+        "Box 5x5, 2048x2048x3 float32",
+        [
+            ("imgproc box_blur (jit)", lambda: _block(box_fn(dev))),
+            ("OpenCV cv2.blur", lambda: cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT)),
+            ("scipy.ndimage.uniform_filter", lambda: ndi.uniform_filter(img, (5, 5, 1))),
+            ("Pillow BoxBlur (uint8)", lambda: u8.filter(ImageFilter.BoxBlur(2))),
+            ("seed chapter NumPy convolve2d", lambda: chapter(img, kernels.box(5))),
+        ],
+        repeats,
+        baseline="OpenCV cv2.blur",
+    )
+
+    denoise = imgproc.presets.denoise()
+    g5, sh = kernels.gaussian(1.0, size=5), kernels.sharpen()
+    rows += run_group(
+        "Denoise pipeline (Gaussian 5x5 + sharpen 5x5), 2048x2048x3 float32",
+        [
+            ("imgproc presets.denoise", lambda: _block(denoise(dev))),
+            ("OpenCV GaussianBlur + filter2D", lambda: cv2.filter2D(
+                cv2.GaussianBlur(img, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT), -1, sh, borderType=cv2.BORDER_REFLECT)),
+            ("scipy.ndimage gaussian_filter + correlate", lambda: ndi.correlate(
+                ndi.gaussian_filter(img, (1, 1, 0), truncate=2.0), sh[:, :, None])),
+            ("seed chapter NumPy convolve2d", lambda: chapter(chapter(img, g5), sh)),
+        ],
+        repeats,
+        baseline="OpenCV GaussianBlur + filter2D",
+    )
+
+    batch = rng.random((128, 224, 224, 3), dtype=np.float32)
+    bdev = jax.device_put(batch)
+    batch_fn = jax.jit(lambda x: imgproc.gaussian_blur(x, 1.0, size=5))
+    pix_batch = jax.jit(jax.vmap(lambda x: dm_pix.gaussian_blur(x, 1.0, 5)))
+    rows += run_group(
+        "Gaussian sigma=1 5x5 on a batch of 128 images 224x224x3 float32",
+        [
+            ("imgproc gaussian_blur (jit, NHWC batch)", lambda: _block(batch_fn(bdev))),
+            ("OpenCV cv2.GaussianBlur, loop", lambda: [cv2.GaussianBlur(b, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT) for b in batch]),
+            ("scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(batch, (0, 1, 1, 0), truncate=2.0)),
+            ("dm-pix gaussian_blur (jit+vmap)", lambda: _block(pix_batch(bdev))),
+        ],
+        repeats,
+        baseline="OpenCV cv2.GaussianBlur, loop",
+    )
+    return rows
+
+
+def run_group(title, cases, repeats, baseline):
+    print(f"\n{title}")
+    results = []
+    for name, fn in cases:
+        median, busy = measure(fn, repeats)
+        results.append({"group": title, "name": name, "ms": median * 1e3, "cores": busy})
+    base = next(r["ms"] for r in results if r["name"] == baseline)
+    for r in results:
+        r["vs"] = r["ms"] / base
+        r["baseline"] = baseline
+        print(f"  {r['name']:<45} {r['ms']:9.1f} ms  {r['vs']:7.2f}x {baseline.split()[0]}  cores busy {r['cores']:.2f}")
+    return results
+
+
+# --------------------------------------------------------------------------- whole command
+
+
+def command_benchmark(quick: bool):
+    """`imgproc denoise` on a 12-megapixel JPEG as a whole command, cold (empty compilation
+    cache) and warm (second run, cache filled)."""
+    from PIL import Image
+
+    title = "imgproc denoise on a 12-megapixel JPEG (4000x3000), whole command"
+    print(f"\n{title}")
+    exe = str(Path(sys.executable).with_name("imgproc"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        src = tmp / "big.jpg"
+        cat = Image.open(ROOT / "sample_images" / "chelsea.jpg").resize((4000, 3000), Image.BICUBIC)
+        cat.save(src, quality=90)
+        env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
+        runs = [("cold (empty compilation cache)", 1), ("warm (second run)", 1 if quick else 3)]
+        for label, n in runs:
+            times = []
+            for _ in range(n):
+                out = tmp / "out.jpg"
+                t = time.perf_counter()
+                subprocess.run([exe, "denoise", str(src), str(out), "--overwrite"], check=True, env=env)
+                times.append(time.perf_counter() - t)
+            ms = statistics.median(times) * 1e3
+            rows.append({"group": title, "name": f"imgproc denoise, {label}", "ms": ms, "cores": float("nan"), "vs": float("nan"), "baseline": ""})
+            print(f"  {label:<45} {ms:9.1f} ms")
+        script = (
+            "import cv2,sys,numpy as np; x=cv2.imread(sys.argv[1]); "
+            "k=np.full((5,5),-1,np.float32); k[2,2]=50; k/=k.sum(); "
+            "y=cv2.filter2D(cv2.GaussianBlur(x,(5,5),1.0),-1,k); cv2.imwrite(sys.argv[2],y,[cv2.IMWRITE_JPEG_QUALITY,95])"
+        )
+        try:
+            import cv2  # noqa: F401
+
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", script, str(src), str(tmp / "cv.jpg")], check=True)
+            ms = (time.perf_counter() - t) * 1e3
+            rows.append({"group": title, "name": "plain OpenCV script, same work", "ms": ms, "cores": float("nan"), "vs": float("nan"), "baseline": ""})
+            print(f"  {'plain OpenCV script, same work':<45} {ms:9.1f} ms")
+        except ImportError:
+            pass
+    return rows
+
+
+# --------------------------------------------------------------------------- report
+
+
+def write_results(rows, path: Path, notes: str = ""):
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` (`python benchmarks/run.py`) on {datetime.date.today().isoformat()}.",
+        "",
+        f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        f"- python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions().items()),
+        "- times are medians of repeated runs after a warm-up (compilation excluded except in the whole-command rows);",
+        "  \"cores busy\" is process CPU time divided by wall time while the case ran.",
+        "",
+    ]
+    group = None
+    for r in rows:
+        if r["group"] != group:
+            group = r["group"]
+            lines += ["", f"## {group}", "", "| implementation | median ms | ratio | cores busy |", "|---|---:|---:|---:|"]
+        ratio = "" if r["vs"] != r["vs"] else f"{r['vs']:.2f}× {r['baseline']}"
+        cores = "" if r["cores"] != r["cores"] else f"{r['cores']:.2f}"
+        lines.append(f"| {r['name']} | {r['ms']:.1f} | {ratio} | {cores} |")
+    if notes:
+        lines += ["", notes]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="filters,command,augment,folder")
+    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 7
+    only = set(args.only.split(","))
+    rows = []
+    if "filters" in only:
+        rows += filter_benchmarks(repeats)
+    if "command" in only:
+        rows += command_benchmark(args.quick)
+    for name in ("augment", "folder"):  # optional modules, each with run() -> rows
+        if name in only and (HERE / f"{name}.py").exists():
+            mod = importlib.import_module(name)
+            for r in mod.run():
+                rows.append({"group": r.get("group", name), "name": r["name"], "ms": r.get("ms", float("nan")),
+                             "cores": r.get("cores", float("nan")), "vs": r.get("vs", float("nan")), "baseline": r.get("baseline", "")})
+    notes_path = HERE / "NOTES.md"
+    write_results(rows, Path(args.out), notes_path.read_text() if notes_path.exists() else "")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
