@@ -62,33 +62,121 @@ def handle_errors(fn):
     return wrapper
 
 
-def _process_file(pipeline, src, dst, *, quality, overwrite):
-    """Load ``src``, run ``pipeline``, save ``dst`` atomically. Output checks come first so
-    no work is done for an output that cannot be written."""
-    import imgproc
+def _run_options(quality, overwrite):
+    """The folder/loader options of the current command (stored by :func:`io_options`)."""
+    from imgproc.cli._batch import RunOptions
+
+    meta = click.get_current_context().meta.get("imgproc.io", {})
+    return RunOptions(quality=quality, overwrite=overwrite, **meta)
+
+
+def _process_file(pipeline, src, dst, *, quality, overwrite, key=None):
+    """Run ``pipeline`` from ``src`` to ``dst``: one file (load, run, save atomically;
+    output checks first so no work is done for an output that cannot be written), or a
+    folder/glob into an output folder (:mod:`imgproc.cli._batch`; exits 0, 1, 74 or 130).
+    ``key``: for pipelines with random stages (image ``i`` of the sorted inputs gets
+    ``fold_in(key, i)``)."""
     from imgproc._cache import enable_compilation_cache
-    from imgproc._io import output_format, same_file
+    from imgproc._io import output_format, same_file, save_image
+    from imgproc._loader import read_image
+    from imgproc.cli._batch import _join_alpha, _split_alpha, is_folder_input, run_folder
     from imgproc.errors import OutputError
 
+    opts = _run_options(quality, overwrite)
+    if is_folder_input(src):
+        enable_compilation_cache()
+        code = run_folder(pipeline, src, dst, opts, key=key)
+        sys.exit(code)
     src, dst = Path(src), Path(dst)
+    if dst.is_dir():
+        dst = dst / (src.stem + (opts.out_format or (src.suffix.lower() if src.suffix.lower() in _out_exts() else ".png")))
     output_format(dst)
     if same_file(src, dst):
         raise OutputError(dst, "is the input file itself; choose another output")
     if dst.exists() and not overwrite:
         raise OutputError(dst, "exists; pass --overwrite to replace it")
-    image = imgproc.load_image(src)
+    folder = dst.parent if str(dst.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(dst, f"folder {folder} does not exist")
+
+    def warn(path, message):
+        if not opts.quiet:
+            click.echo(f"warning: {path}: {message}", err=True)
+
+    image, info = read_image(src, max_pixels=opts.max_pixels, allow_truncated=opts.allow_truncated, warn=warn)
     enable_compilation_cache()
-    result = pipeline(image)
-    imgproc.save_image(dst, result, quality=quality, overwrite=overwrite, source=src)
+    colour, alpha, flat = _split_alpha(image)
+    if key is not None:
+        import numpy as np
+
+        result = pipeline(colour[None], key=key, indices=np.zeros(1, np.int32))[0]
+    else:
+        result = pipeline(colour)
+    result = _join_alpha(result, alpha, flat)
+    save_image(dst, result, quality=quality, overwrite=overwrite, source=src,
+               exif=None if opts.strip else info.exif, icc_profile=None if opts.strip else info.icc_profile)
     return dst
 
 
+def _out_exts():
+    from imgproc._io import OUTPUT_FORMATS
+
+    return OUTPUT_FORMATS
+
+
+_RUN_OPTION_NAMES = ("recursive", "out_format", "max_pixels", "allow_truncated", "strip", "fail_fast",
+                     "quiet", "log_format", "batch_size", "workers", "shard_index", "num_shards", "log_interval")
+
+
+def _format_option(value):
+    if value is None:
+        return None
+    ext = value.lower() if value.startswith(".") else "." + value.lower()
+    from imgproc._io import OUTPUT_FORMATS
+
+    if ext not in OUTPUT_FORMATS:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(sorted(e[1:] for e in OUTPUT_FORMATS))}")
+    return ext
+
+
 def io_options(fn):
-    fn = click.option("--overwrite", is_flag=True, help="Replace OUT if it exists (atomically).")(fn)
-    fn = click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality.")(fn)
-    fn = click.argument("output", type=click.Path(dir_okay=False))(fn)
-    fn = click.argument("input", type=click.Path(dir_okay=False))(fn)
-    return fn
+    """IN, OUT and the options every file command shares. The folder/loader options are
+    stored in the click context (read by :func:`_process_file`), so a command's function
+    takes only ``input, output, quality, overwrite`` from them."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        meta = {name: kwargs.pop(name) for name in _RUN_OPTION_NAMES if name in kwargs}
+        click.get_current_context().meta["imgproc.io"] = meta
+        return fn(*args, **kwargs)
+
+    from imgproc._loader import DEFAULT_MAX_PIXELS
+
+    opt = click.option
+    for decorator in reversed([
+        click.argument("input", type=click.Path()),
+        click.argument("output", type=click.Path()),
+        opt("--overwrite", is_flag=True, help="Replace outputs that exist (atomically); without it they are skipped in folder runs."),
+        opt("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality."),
+        opt("-r", "--recursive", is_flag=True, help="Folder input: include subfolders (the output mirrors the tree)."),
+        opt("--format", "out_format", metavar="EXT", default=None, callback=lambda c, p, v: _format_option(v),
+            help="Folder runs: output format for every file (jpg, png, tif, webp, bmp); default: the input's extension (png for gif)."),
+        opt("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+            help="Refuse images with more pixels (checked before decoding)."),
+        opt("--allow-truncated", is_flag=True, help="Decode truncated files as far as they go (with a warning)."),
+        opt("--strip", is_flag=True, help="Write no metadata (EXIF, ICC profile)."),
+        opt("--fail-fast", is_flag=True, help="Folder runs: stop at the first failing file."),
+        opt("-q", "--quiet", is_flag=True, help="No progress, warnings or success summary (errors still printed)."),
+        opt("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+            help="Folder runs: progress, errors and summary as text or JSON lines on stderr."),
+        opt("--batch-size", type=click.IntRange(1, 1024), default=8, show_default=True, help="Folder runs: images of one shape per pipeline call."),
+        opt("--workers", type=click.IntRange(1, 256), default=None, help="Folder runs: decode/encode threads [default: CPUs + 2, at most 8]."),
+        opt("--shard-index", type=click.IntRange(min=0), default=0, show_default=True, help="Folder runs: which shard this process does (0-based)."),
+        opt("--num-shards", type=click.IntRange(min=1), default=1, show_default=True, help="Folder runs: split the inputs into this many shards (by a hash of their path)."),
+        opt("--log-interval", type=click.FloatRange(min=0), default=10.0, show_default=True, hidden=True),
+    ]):
+        wrapper = decorator(wrapper)
+    return wrapper
 
 
 def mode_option(fn):
@@ -104,8 +192,12 @@ def mode_option(fn):
 def main(debug):
     """imgproc: image filters and pipelines on JAX.
 
-    IN is an image file, OUT the file to write (format from its extension: .jpg .jpeg
-    .png .tif .tiff .webp .bmp). Inputs are never modified; outputs are written atomically.
+    IN is an image file, a folder (--recursive for subfolders) or a quoted glob
+    ("photos/**/*.jpg"); OUT is the file to write (format from its extension: .jpg .jpeg
+    .png .tif .tiff .webp .bmp) or, for a folder or glob, the output folder, which mirrors
+    the input tree. Inputs are never modified; outputs are written atomically; existing
+    outputs are skipped unless --overwrite. A folder run logs each failing file, goes on,
+    and ends with a summary (exit 1 when some failed). See docs/cli.md.
     """
 
 

@@ -225,7 +225,7 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
         raise OutputError(path, f"folder {folder} does not exist")
     data = _encode(image, fmt, quality, exif, icc_profile)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX)
     except OSError as e:
         raise OutputError(path, f"folder not writable ({e.strerror or e})") from None
     try:
@@ -251,14 +251,27 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
 
 
 def temp_files_for(path) -> list[Path]:
-    """Temporary files an interrupted :func:`save_image` of ``path`` may have left (a
-    process killed with SIGKILL cannot clean up; the next run calls this and removes them)."""
+    """Temporary files that a killed process left for ``path``: a :func:`save_image` killed
+    with SIGKILL cannot clean up. Temporary names carry the writer's process id; only those
+    of processes that no longer exist are returned (the next run removes them)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
+    stale = []
     try:
-        return sorted(folder.glob(f".{glob_escape(path.name)}.*{TEMP_SUFFIX}"))
+        candidates = sorted(folder.glob(f".{glob_escape(path.name)}.*{TEMP_SUFFIX}"))
     except OSError:
         return []
+    for c in candidates:
+        pid = c.name[len(path.name) + 2:].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            stale.append(c)
+        except OSError:
+            pass
+    return stale
 
 
 def glob_escape(name: str) -> str:

@@ -84,6 +84,7 @@ _REFUSED_SIGNATURES = [
 
 _truncated_lock = threading.Lock()
 _limit_lock = threading.Lock()
+_meta_lock = threading.Lock()
 
 
 @dataclasses.dataclass
@@ -236,23 +237,36 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
 
 
 def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
-    with _pillow_limit(max_pixels):
-        img = Image.open(io.BytesIO(data), formats=[fmt])
-    w, h = img.size
-    if w < 1 or h < 1:
-        raise InvalidImageError(path, f"empty image ({w}x{h})")
-    if w * h > max_pixels:
-        raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
-    frames = 1
-    try:
-        frames = int(getattr(img, "n_frames", 1))
-    except Exception:  # noqa: BLE001 - a broken later frame: the first one may still be fine
+    # Pillow reports corrupt EXIF (read while opening a JPEG) with a UserWarning, not an
+    # exception: record warnings while reading the header and the metadata instead of
+    # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
+    # header read is cheap; decoding happens outside it).
+    with _meta_lock, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _pillow_limit(max_pixels):
+            img = Image.open(io.BytesIO(data), formats=[fmt])
+        w, h = img.size
+        if w < 1 or h < 1:
+            raise InvalidImageError(path, f"empty image ({w}x{h})")
+        if w * h > max_pixels:
+            raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
         frames = 1
+        try:
+            frames = int(getattr(img, "n_frames", 1))
+        except Exception:  # noqa: BLE001 - a broken later frame: the first one may still be fine
+            frames = 1
+        if frames > 1:
+            img.seek(0)
+        orientation, exif_out = _read_exif(img, note)
     if frames > 1:
         kind = "animated GIF" if fmt == "GIF" else f"multi-page {fmt}"
         note(f"{kind} with {frames} frames: only the first is processed")
-        img.seek(0)
-    orientation, exif_out = _read_exif(img, note)
+    problems = [str(w.message).strip() for w in caught if issubclass(w.category, UserWarning)]
+    if any("exif" in p.lower() for p in problems):
+        note(f"corrupt EXIF ignored ({problems[0][:80]})")
+        exif_out = None
+    elif problems:
+        note(problems[0][:120])
     icc = img.info.get("icc_profile") or None
 
     arr = None
