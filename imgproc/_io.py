@@ -146,12 +146,18 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
 
 
 def _encode_16bit_colour(arr, fmt):
+    if fmt == "TIFF":
+        import tifffile
+
+        buf = io.BytesIO()
+        tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
+        return buf.getvalue()
     try:
         import cv2
     except ImportError:
         return None
     bgr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2BGR if arr.shape[2] == 3 else cv2.COLOR_RGBA2BGRA)
-    ok, buf = cv2.imencode(".png" if fmt == "PNG" else ".tiff", bgr)
+    ok, buf = cv2.imencode(".png", bgr)
     return buf.tobytes() if ok else None
 
 

@@ -273,7 +273,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
     if fmt == "JPEG" and img.mode in ("RGB", "L") and _jpeg_complete(data):
         arr = _decode_jpeg_fast(data, img.mode)
     if arr is None and fmt in ("PNG", "TIFF") and _is_16bit_colour(img, fmt, data):
-        arr = _decode_16bit_colour(data)
+        arr = _decode_16bit_colour(data, fmt)
     if arr is None:
         _load(img, path, fmt, allow_truncated, note)
         arr, icc = _to_array(img, path, icc, note)
@@ -353,16 +353,36 @@ def _is_16bit_colour(img, fmt, data) -> bool:
     return bits == 16
 
 
-def _decode_16bit_colour(data):
-    """16-bit RGB(A) at full depth (Pillow reads it as 8-bit): OpenCV."""
+def _decode_16bit_colour(data, fmt):
+    """16-bit RGB(A) at full depth (Pillow reads it as 8-bit): PNG through OpenCV (its
+    logging silenced), TIFF through tifffile (no messages on stderr). None: let Pillow
+    decode it (at 8 bits) or explain the failure."""
+    if fmt == "TIFF":
+        try:
+            import tifffile
+
+            with tifffile.TiffFile(io.BytesIO(data)) as tif:
+                arr = tif.pages[0].asarray()
+        except Exception:  # noqa: BLE001 - e.g. LZW without imagecodecs: OpenCV below
+            arr = None
+        if arr is not None and arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] in (3, 4):
+            return arr
     try:
         import cv2
     except ImportError:
         return None
+    _quiet_opencv(cv2)
     arr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
     if arr is None or arr.dtype != np.uint16 or arr.ndim != 3 or arr.shape[2] not in (3, 4):
         return None
     return cv2.cvtColor(arr, cv2.COLOR_BGR2RGB if arr.shape[2] == 3 else cv2.COLOR_BGRA2RGBA)
+
+
+def _quiet_opencv(cv2):
+    try:
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+    except Exception:  # noqa: BLE001 - older OpenCV: messages may reach stderr
+        pass
 
 
 def _cmyk_to_rgb(img, icc, note):
