@@ -1,0 +1,297 @@
+"""Folder and glob runs, and output safety: summary and exit codes, re-runs, Ctrl-C, kills,
+shards, JSON logs, links, unwritable folders and a full disk."""
+
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+import imgproc
+from imgproc.cli import main
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bad_inputs import bomb, photo  # noqa: E402
+
+BAD = {
+    "a/garbage.jpg": b"not an image",
+    "a/b/empty.jpg": b"",
+    "truncated.jpg": None,  # filled below
+    "layers.psd.jpg": b"8BPS\x00\x01" + b"\x00" * 40,
+    "a/bomb.png": None,
+}
+
+
+def cli(*args):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.stderr
+
+
+def make_folder(root: Path, n_good: int, size=(24, 32)) -> list[str]:
+    """n_good small photos in a nested tree (a few shapes) plus the 5 bad files."""
+    rng = np.random.default_rng(0)
+    names = []
+    for i in range(n_good):
+        h, w = size[0] + 8 * (i % 3), size[1]
+        img = (photo(h, w).astype(int) + rng.integers(-10, 10, (h, w, 3))).clip(0, 255).astype(np.uint8)
+        rel = f"{'a/' if i % 2 else ''}{'a/b/' if i % 5 == 0 else ''}img{i:03d}.jpg".replace("a/a/", "a/")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(img).save(root / rel, quality=90)
+        names.append(rel)
+    good = (root / names[0]).read_bytes()
+    for rel, data in BAD.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        if rel == "truncated.jpg":
+            data = good[: len(good) // 2]
+        elif rel == "a/bomb.png":
+            data = bomb()
+        (root / rel).write_bytes(data)
+    return names
+
+
+def tree(folder: Path):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def snapshot(folder: Path):
+    return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def photos(tmp_path):
+    src = tmp_path / "in"
+    names = make_folder(src, 20)
+    return src, names
+
+
+@pytest.mark.slow
+def test_two_hundred_photos_five_bad_rerun_and_kill(tmp_path):
+    src = tmp_path / "in"
+    names = make_folder(src, 195)
+    before = snapshot(src)
+    out = tmp_path / "out"
+    code, err = cli("denoise", src, out, "-r", "--log-interval", "1000")
+    assert code == 1, err
+    assert tree(out) == sorted(names)
+    summary = err[err.index("summary:"):]
+    assert "195 written, 0 skipped (output exists), 5 failed, of 200" in summary
+    for rel in BAD:
+        assert f"  {src / rel}: " in summary and err.count(f"error: {src / rel}: ") == 1
+    assert "Traceback" not in err
+    written = snapshot(out)
+    # re-running redoes nothing
+    code, err = cli("denoise", src, out, "-r")
+    assert code == 1 and "0 written, 195 skipped (output exists), 5 failed" in err
+    assert snapshot(out) == written
+    assert snapshot(src) == before
+    # killed midway (SIGKILL: no chance to clean up), then re-run: completes, nothing stray
+    out2 = tmp_path / "out2"
+    exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
+    proc = subprocess.Popen([exe, "denoise", str(src), str(out2), "-r", "--batch-size", "1", "--workers", "1"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out2.exists() or len(tree(out2)) < 10):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = tree(out2)
+    assert 10 <= len(partial) and set(p for p in partial if not p.endswith(".imgproc-tmp")) <= set(names)
+    code, err = cli("denoise", src, out2, "-r")
+    assert code == 1 and "5 failed" in err
+    assert tree(out2) == sorted(names)  # complete, and any stale temporary file removed
+    assert snapshot(src) == before
+
+
+def test_ctrl_c_exits_130_with_partial_summary_and_no_temp_files(photos, tmp_path, monkeypatch):
+    src, names = photos
+    import imgproc._pipeline as pl
+
+    calls = {"n": 0}
+    original = pl.Pipeline.__call__
+
+    def interrupting(self, images, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, images, **kw)
+
+    monkeypatch.setattr(pl.Pipeline, "__call__", interrupting)
+    out = tmp_path / "out"
+    code, err = cli("denoise", src, out, "-r", "--batch-size", "2", "--workers", "1")
+    assert code == 130, err
+    assert err.strip().splitlines()[-1].startswith("  ") or "interrupted:" in err
+    assert "interrupted:" in err and "not done" in err
+    done = tree(out)
+    assert 0 < len(done) < len(names) and all(not p.endswith(".imgproc-tmp") for p in done)
+    monkeypatch.setattr(pl.Pipeline, "__call__", original)
+    code, err = cli("denoise", src, out, "-r")
+    assert code == 1 and f"{len(done)} skipped" in err and tree(out) == sorted(names)
+
+
+def test_fail_fast_quiet_and_json(photos, tmp_path):
+    src, names = photos
+    code, err = cli("denoise", src, tmp_path / "ff", "-r", "--fail-fast", "--workers", "1")
+    assert code == 65 and "stopped at the first failure (--fail-fast)" in err
+    code, err = cli("denoise", src, tmp_path / "q", "-r", "-q")
+    assert code == 1 and "progress" not in err and "warning" not in err and "failed (5)" in err
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    shutil.copy(src / names[0], ok / "x.jpg")
+    code, err = cli("denoise", ok, tmp_path / "q2", "-q")
+    assert code == 0 and err == ""
+    code, err = cli("denoise", src, tmp_path / "j", "-r", "--log-format", "json", "--log-interval", "0")
+    events = [json.loads(line) for line in err.strip().splitlines()]  # every line is JSON
+    kinds = {e["event"] for e in events}
+    assert code == 1 and {"error", "progress", "summary"} <= kinds
+    summary = events[-1]
+    assert summary["event"] == "summary" and summary["written"] == len(names) and summary["failed"] == 5
+    assert sorted(f["path"] for f in summary["failures"]) == sorted(str(src / r) for r in BAD)
+
+
+def test_shards_split_the_work(photos, tmp_path):
+    src, names = photos
+    out = tmp_path / "out"
+    for i in range(3):
+        code, err = cli("denoise", src, out, "-r", "--num-shards", "3", "--shard-index", i)
+        assert code in (0, 1), err
+    assert tree(out) == sorted(names)
+    code, err = cli("denoise", src, out, "--num-shards", "2", "--shard-index", "2")
+    assert code == 2 and "--shard-index must be in 0..1" in err
+
+
+def test_glob_and_non_recursive_and_format(photos, tmp_path):
+    src, names = photos
+    code, err = cli("blur", f"{src}/**/img*.jpg", tmp_path / "g", "--format", "png")
+    assert code == 0, err
+    assert tree(tmp_path / "g") == sorted(str(Path(n).with_suffix(".png")) for n in names)
+    code, err = cli("blur", src, tmp_path / "top")
+    assert code == 1 and tree(tmp_path / "top") == sorted(n for n in names if "/" not in n)
+    code, err = cli("blur", src, tmp_path / "bad", "--format", "xyz")
+    assert code == 2 and "'xyz' is not one of" in err and not (tmp_path / "bad").exists()
+    code, err = cli("blur", f"{tmp_path}/nothing/*.jpg", tmp_path / "none")
+    assert code == 66 and err.startswith("error: ") and "no image files found" in err
+
+
+def test_output_inside_input_and_same_folder(photos, tmp_path):
+    src, names = photos
+    code, err = cli("blur", src, src, "-r")
+    assert code == 73 and "is the input folder itself" in err
+    code, err = cli("blur", src, src / "out", "-r")  # the output folder is not read as input
+    assert code == 1 and tree(src / "out") == sorted(names)
+    code, err = cli("blur", src, src / "out", "-r")
+    assert "0 written" in err
+
+
+def test_hard_link_and_symlink_outputs_refused(tmp_path, samples):
+    src = tmp_path / "in.png"
+    shutil.copy(samples / "camera_gray.png", src)
+    before = src.read_bytes()
+    os.link(src, tmp_path / "hard.png")
+    (tmp_path / "soft.png").symlink_to(src)
+    for dst in ("hard.png", "soft.png"):
+        code, err = cli("blur", src, tmp_path / dst, "--overwrite")
+        assert code == 73 and "is the input file itself" in err
+    folder = tmp_path / "f"
+    folder.mkdir()
+    shutil.copy(samples / "camera_gray.png", folder / "a.png")
+    out = tmp_path / "o"
+    out.mkdir()
+    os.link(folder / "a.png", out / "a.png")
+    code, err = cli("blur", folder, out, "--overwrite")
+    assert code == 1 and "is the input file itself" in err
+    assert src.read_bytes() == before and (folder / "a.png").read_bytes() == before
+
+
+def test_unwritable_output_folder(tmp_path, samples, monkeypatch):
+    """Simulated (the tests may run as root, where permissions do not stop writes): the
+    folder refuses new files with EACCES."""
+    import tempfile
+
+    import imgproc.cli._batch as batch
+
+    def refuse(*a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    code, err = cli("denoise", samples / "chelsea.jpg", out / "o.jpg")
+    assert code == 73 and "folder not writable (Permission denied)" in err and len(err.splitlines()) == 1
+    monkeypatch.setattr(batch.os, "open", refuse)
+    code, err = cli("denoise", samples, out)
+    assert code == 73 and "folder not writable" in err and len(err.splitlines()) == 1
+    assert os.listdir(out) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permissions")
+def test_unwritable_output_folder_for_real(tmp_path, samples):
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        code, err = cli("denoise", samples, out)
+        assert code == 73 and "folder not writable" in err
+        assert os.listdir(out) == []
+    finally:
+        out.chmod(0o700)
+
+
+def test_disk_full_exit_74_nothing_left(tmp_path, samples, monkeypatch):
+    """Disk full simulated by making fsync fail with ENOSPC (see also the tmpfs test)."""
+    import imgproc._io as io_mod
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(io_mod.os, "fsync", full)
+    code, err = cli("denoise", samples / "chelsea.jpg", tmp_path / "o.jpg")
+    assert code == 74 and err.strip() == f"error: {tmp_path / 'o.jpg'}: cannot write (No space left on device)"
+    assert os.listdir(tmp_path) == []
+    code, err = cli("denoise", samples, tmp_path / "out")
+    assert code == 74 and "stopped at an I/O error while writing" in err
+    assert tree(tmp_path / "out") == []
+
+
+def _tiny_tmpfs(path: Path) -> bool:
+    path.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], capture_output=True)
+    return r.returncode == 0
+
+
+def test_disk_full_on_a_real_tiny_tmpfs(tmp_path, samples):
+    mnt = tmp_path / "small"
+    if not _tiny_tmpfs(mnt):
+        pytest.skip("cannot mount a tmpfs here (needs root/CAP_SYS_ADMIN)")
+    try:
+        big = np.random.default_rng(0).integers(0, 256, (400, 400, 3)).astype(np.uint8)  # ~480 kB as PNG
+        src = tmp_path / "big.png"
+        Image.fromarray(big).save(src)
+        code, err = cli("blur", src, mnt / "o.png", "--sigma", "0")
+        assert code == 74 and "No space left on device" in err and len(err.splitlines()) == 1
+        assert os.listdir(mnt) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_existing_output_file_for_folder_input(photos, tmp_path):
+    src, _ = photos
+    f = tmp_path / "file.png"
+    f.write_bytes(b"x")
+    code, err = cli("blur", src, f)
+    assert code == 73 and "a folder or glob input needs an output folder" in err
+
+
+def test_single_file_into_folder(tmp_path, samples):
+    out = tmp_path / "o"
+    out.mkdir()
+    code, err = cli("blur", samples / "chelsea.jpg", out)
+    assert code == 0 and os.listdir(out) == ["chelsea.jpg"]
