@@ -102,7 +102,9 @@ def check_static(name, value, allowed):
 
 def check_range(name, value, *, low=None, high=None):
     """A concrete ``(lo, hi)`` pair with ``low <= lo <= hi <= high``; traced passes through."""
-    if isinstance(value, jax.core.Tracer):
+    if isinstance(value, jax.core.Tracer) or (
+        isinstance(value, (tuple, list)) and any(isinstance(v, jax.core.Tracer) for v in value)
+    ):
         return value
     try:
         lo, hi = (float(v) for v in value)
@@ -158,3 +160,63 @@ def random_op(fn):
         return fn(key, image, layout=layout, **kwargs)
 
     return wrapper
+
+
+# --------------------------------------------------------------------------- per-pixel noise
+#
+# Per-pixel random fields (noise, salt and pepper) are drawn from a counter-based hash
+# keyed by two words of ``jax.random.bits(key)``, not by ``jax.random.normal`` on the whole
+# image: threefry costs about 26 ns a value on one CPU core, the hash about a quarter of it
+# (benchmarks/augment.py). Each value is ``mix(mix(counter ^ k0) + k1)`` with ``mix`` the
+# "lowbias32" integer finaliser (an invertible 32-bit mixer; Wellons 2018); normals use the
+# Box-Muller transform on pairs of independent uniforms. Reproducible for a given key,
+# independent across keys derived by ``fold_in``/``split``.
+
+
+def _mix(v):
+    v = v ^ (v >> 16)
+    v = v * jnp.uint32(0x7FEB352D)
+    v = v ^ (v >> 15)
+    v = v * jnp.uint32(0x846CA68B)
+    return v ^ (v >> 16)
+
+
+def _counter(shape, layout):
+    """The index of each element in (H, W, C) order, whatever the layout, so a channel-first
+    image gets the same field as its channel-last twin."""
+    if layout in ("CHW", "NCHW"):
+        c, h, w = shape[-3:]
+        ic = jax.lax.broadcasted_iota(jnp.uint32, shape, len(shape) - 3)
+        ih = jax.lax.broadcasted_iota(jnp.uint32, shape, len(shape) - 2)
+        iw = jax.lax.broadcasted_iota(jnp.uint32, shape, len(shape) - 1)
+        i = (ih * w + iw) * c + ic
+        if layout == "NCHW":
+            i = i + jax.lax.broadcasted_iota(jnp.uint32, shape, 0) * (c * h * w)
+        return i
+    return jnp.arange(int(np.prod(shape)), dtype=jnp.uint32).reshape(shape)
+
+
+def _hash_fields(key, shape, count, layout=None):
+    """``count`` independent uint32 fields of ``shape``: field ``j`` at counter ``i`` is
+    ``mix(mix(i ^ k[2j]) + k[2j + 1])`` with ``k = jax.random.bits(key, (2 * count,))``."""
+    k = jax.random.bits(key, (2 * count,), jnp.uint32)
+    i = _counter(shape, layout)
+    return [_mix(_mix(i ^ k[2 * j]) + k[2 * j + 1]) for j in range(count)]
+
+
+def _unit(words):
+    """Uniform in (0, 1) from 32-bit words (24-bit resolution, never 0 or 1)."""
+    return ((words >> 8).astype(jnp.float32) + 0.5) * (1.0 / 16777216.0)
+
+
+def hash_uniform(key, shape, layout=None):
+    """Uniform (0, 1) float32 field of ``shape`` (see the block comment above); the same
+    numbers at the same (H, W, C) position for channel-first and channel-last layouts."""
+    return _unit(_hash_fields(key, shape, 1, layout)[0])
+
+
+def hash_normal(key, shape, layout=None):
+    """Standard normal float32 field of ``shape``: Box-Muller (the cosine half) on two
+    independent hashed uniform fields; elementwise, so XLA fuses it into one loop."""
+    a, b = _hash_fields(key, shape, 2, layout)
+    return jnp.sqrt(-2.0 * jnp.log(_unit(a))) * jnp.cos((2.0 * np.pi) * _unit(b))

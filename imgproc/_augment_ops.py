@@ -15,6 +15,8 @@ from imgproc._augment_base import (
     check_number,
     check_range,
     check_static,
+    hash_normal,
+    hash_uniform,
     hw,
     need_rgb,
     prepare,
@@ -196,8 +198,8 @@ def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
     r, c = _grid(h, w)
     dy, dx = r - cy, c - cx
     cos, sin = jnp.cos(t), jnp.sin(t)
-    rows = cy + cos * dy - sin * dx
-    cols = cx + sin * dy + cos * dx
+    rows = cy + cos * dy + sin * dx
+    cols = cx - sin * dy + cos * dx
     return sample(image, rows, cols, mode=mode, cval=cval, layout=layout)
 
 
@@ -565,7 +567,7 @@ def gaussian_noise(key, image, *, sigma=0.05, max_value=None, layout=None):
     x = jnp.asarray(image)
     check_number("sigma", sigma, low=0)
     m = resolve_max(max_value, x.dtype)
-    n = jax.random.normal(key, x.shape, jnp.float32)
+    n = hash_normal(key, x.shape, layout)
     return back(to_float(x) + n * (jnp.asarray(sigma, jnp.float32) * m), x.dtype)
 
 
@@ -575,7 +577,7 @@ def speckle_noise(key, image, *, sigma=0.1, layout=None):
     (``skimage.util.random_noise(mode="speckle", var=sigma**2)`` without its clipping)."""
     x = jnp.asarray(image)
     check_number("sigma", sigma, low=0)
-    n = jax.random.normal(key, x.shape, jnp.float32) * jnp.asarray(sigma, jnp.float32)
+    n = hash_normal(key, x.shape, layout) * jnp.asarray(sigma, jnp.float32)
     xf = to_float(x)
     return back(xf + xf * n, x.dtype)
 
@@ -590,8 +592,8 @@ def salt_and_pepper(key, image, *, amount=0.05, salt_vs_pepper=0.5, max_value=No
     check_number("salt_vs_pepper", salt_vs_pepper, low=0, high=1)
     m = resolve_max(max_value, x.dtype)
     k1, k2 = jax.random.split(key)
-    hit = jax.random.uniform(k1, x.shape) < jnp.asarray(amount, jnp.float32)
-    salt = jax.random.uniform(k2, x.shape) < jnp.asarray(salt_vs_pepper, jnp.float32)
+    hit = hash_uniform(k1, x.shape, layout) < jnp.asarray(amount, jnp.float32)
+    salt = hash_uniform(k2, x.shape, layout) < jnp.asarray(salt_vs_pepper, jnp.float32)
     y = jnp.where(hit, jnp.where(salt, jnp.asarray(m, jnp.float32), 0.0), to_float(x))
     return back(y, x.dtype)
 
@@ -636,7 +638,7 @@ def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), v
     if isinstance(value, str):
         check_static("value", value, ("random",))
         m = resolve_max(None, x.dtype)
-        fill = (0.5 + 0.25 * jax.random.normal(kv, x.shape)) * m
+        fill = (0.5 + 0.25 * hash_normal(kv, x.shape, layout)) * m
         a, b = spatial_axes(layout)
         rows, cols = jnp.arange(h), jnp.arange(w)
         shape = [1] * x.ndim
