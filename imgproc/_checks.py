@@ -1,0 +1,55 @@
+"""Numerical-safety checks for the Python API (to be called by Pipeline.__call__ and the
+filters before tracing; see the wiring described in docs/cli.md).
+
+Policy: float input must be finite (NaN or infinity is a ValueError naming the first bad
+position) and within ``±max_abs`` (default 1e6: far outside any image range, a sign of
+wrong units); integer input is always in range. A batch whose float32 working set would
+exceed ``max_bytes`` is processed in chunks along the batch axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["check_finite", "run_in_chunks", "chunk_size"]
+
+DEFAULT_MAX_ABS = 1e6
+DEFAULT_MAX_BYTES = 1 << 30
+
+
+def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:
+    """Raise ValueError for NaN/Inf or |value| > max_abs in a float array (concrete only)."""
+    arr = np.asarray(image)
+    if not np.issubdtype(arr.dtype, np.floating) and arr.dtype.name != "bfloat16":
+        return
+    arr = arr.astype(np.float32, copy=False)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} contains NaN or infinity (first at index {where}); only finite values are allowed")
+    peak = float(np.abs(arr).max()) if arr.size else 0.0
+    if peak > max_abs:
+        raise ValueError(f"{name} has values up to {peak:g}, beyond the allowed ±{max_abs:g}; "
+                         "images are expected in [0, 1], [0, 255] or [0, 65535]")
+
+
+def chunk_size(shape, *, max_bytes: int = DEFAULT_MAX_BYTES, copies: int = 4) -> int:
+    """Images per chunk so that ``copies`` float32 copies of a chunk fit in ``max_bytes``."""
+    per_image = int(np.prod(shape[1:])) * 4 * copies
+    return max(1, max_bytes // max(per_image, 1))
+
+
+def run_in_chunks(fn, batch, *, max_bytes: int = DEFAULT_MAX_BYTES, **kwargs):
+    """``fn(batch[i:j], indices=arange(i, j), **kwargs)`` over chunks, concatenated. With
+    ``indices`` passed through, random pipelines give the same result as one call."""
+    batch = np.asarray(batch)
+    n = chunk_size(batch.shape, max_bytes=max_bytes)
+    if batch.shape[0] <= n:
+        return fn(batch, **kwargs)
+    base = kwargs.pop("indices", None)
+    base = np.arange(batch.shape[0]) if base is None else np.asarray(base)
+    parts = []
+    for i in range(0, batch.shape[0], n):
+        extra = {"indices": base[i:i + n]} if kwargs.get("key") is not None else {}
+        parts.append(np.asarray(fn(batch[i:i + n], **kwargs, **extra)))
+    return np.concatenate(parts)
