@@ -293,3 +293,8 @@ def info():
     click.echo(f"backend {jax.default_backend()}")
     for d in jax.devices():
         click.echo(f"device {d.id}: {d.platform} {d.device_kind}")
+
+
+from imgproc.cli.augment import augment as _augment  # noqa: E402 - imgproc augment
+
+main.add_command(_augment)
