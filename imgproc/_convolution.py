@@ -40,7 +40,7 @@ from imgproc._arrays import (
     to_output,
 )
 from imgproc._boundary import check_mode, pad_axis
-from imgproc._shifted import correlate1d_bhwc
+from imgproc._separable import correlate1d, correlate_direct
 
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
 MAX_SEPARABLE_TERMS = 2
@@ -85,16 +85,7 @@ def _extend(x, ry: int, rx: int, mode: str, cval):
 
 
 def _direct(x, k, mode, cval):
-    kh, kw = k.shape
-    ry, rx = kh // 2, kw // 2
-    _, h, w, _ = x.shape
-    xp = _extend(x, ry, rx, mode, cval)
-    out = None
-    for a in range(kh):
-        for b in range(kw):
-            term = k[a, b] * xp[:, a : a + h, b : b + w, :]
-            out = term if out is None else out + term
-    return out
+    return correlate_direct(x, k, mode=mode, cval=cval)
 
 
 def _conv(x, k, mode, cval):
@@ -126,9 +117,9 @@ def _convolve2d(x, k, mode, cval):
 def _separable(x, terms, mode, cval):
     out = None
     for col, row in terms:
-        y = correlate1d_bhwc(x, col, axis=1, mode=mode, cval=cval)
+        y = correlate1d(x, col, axis=1, mode=mode, cval=cval)
         # outside the image, the vertical pass of a constant cval is cval * sum(col)
-        y = correlate1d_bhwc(y, row, axis=2, mode=mode, cval=cval * jnp.sum(jnp.asarray(col)))
+        y = correlate1d(y, row, axis=2, mode=mode, cval=cval * jnp.sum(jnp.asarray(col)))
         out = y if out is None else out + y
     return out
 

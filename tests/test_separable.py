@@ -1,0 +1,147 @@
+"""Parity of the planar separable/direct correlation lowering with scipy.ndimage."""
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import jax
+import jax.numpy as jnp
+
+from imgproc._boundary import MODES
+from imgproc._separable import correlate_direct, correlate_separable
+
+CVAL = 0.25
+TOL = 1e-5
+
+
+def _ref_separable(x, kr, kc, mode):
+    x = np.asarray(x, np.float64)
+    y = ndi.correlate1d(x, np.asarray(kr, np.float64), axis=1, mode=mode, cval=CVAL)
+    return ndi.correlate1d(y, np.asarray(kc, np.float64), axis=2, mode=mode, cval=CVAL)
+
+
+def _ref_direct(x, k, mode):
+    k = np.asarray(k, np.float64)
+    return np.stack([ndi.correlate(p.astype(np.float64), k, mode=mode, cval=CVAL) for p in x])
+
+
+def _planes(rng, shape):
+    return rng.random(shape, dtype=np.float32)
+
+
+def _check(out, ref):
+    out = np.asarray(out)
+    assert out.dtype == np.float32
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=0, atol=TOL)
+
+
+# (P, H, W), rows-kernel length, cols-kernel length
+SEP_CASES = [
+    ((2, 9, 13), 5, 5),  # odd, interior + borders
+    ((2, 9, 13), 4, 6),  # even lengths (scipy's origin rule)
+    ((1, 1, 1), 13, 13),  # radius-6 kernel on tiny images: repeated reflection
+    ((1, 1, 7), 13, 4),
+    ((1, 3, 2), 13, 13),
+    ((2, 6, 5), 6, 7),  # L == n - 1 and L < n - 1
+    ((1, 5, 9), 1, 2),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_separable_matches_scipy(mode, rng):
+    for shape, nr, nc in SEP_CASES:
+        x = _planes(rng, shape)
+        kr = rng.standard_normal(nr)
+        kc = rng.standard_normal(nc)
+        f = jax.jit(lambda a, kr=kr, kc=kc: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))
+        _check(f(x), _ref_separable(x, kr, kc, mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_separable_symmetric_kernel(mode, rng):
+    # concrete symmetric weights take the paired w_k * (x[i-k] + x[i+k]) path
+    r = np.arange(-6, 7)
+    g = np.exp(-0.5 * (r / 2.0) ** 2)
+    g /= g.sum()
+    box = np.ones(4) / 4
+    for shape in [(3, 20, 17), (1, 3, 2)]:
+        x = _planes(rng, shape)
+        f = jax.jit(lambda a: correlate_separable(a, g, box, mode=mode, cval=CVAL))
+        _check(f(x), _ref_separable(x, g, box, mode))
+
+
+# (P, H, W), kernel shape
+DIRECT_CASES = [
+    ((2, 9, 13), (3, 3)),
+    ((1, 12, 10), (5, 4)),
+    ((1, 1, 1), (13, 13)),
+    ((1, 3, 2), (13, 5)),
+    ((1, 1, 7), (2, 3)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_direct_matches_scipy(mode, rng):
+    for shape, kshape in DIRECT_CASES:
+        x = _planes(rng, shape)
+        k = rng.standard_normal(kshape)
+        f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))
+        _check(f(x), _ref_direct(x, k, mode))
+
+
+def test_direct_sharpen_with_zero_taps(rng):
+    k = np.array([[0, -1, 0], [-1, 5, -1], [0, -1, 0]], np.float32)
+    x = _planes(rng, (3, 17, 19))
+    _check(jax.jit(lambda a: correlate_direct(a, k, mode="reflect", cval=CVAL))(x), _ref_direct(x, k, "reflect"))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+def test_traced_weights(mode, rng):
+    x = _planes(rng, (2, 11, 14))
+    kr = rng.standard_normal(7).astype(np.float32)
+    kc = rng.standard_normal(4).astype(np.float32)
+    f = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL))
+    _check(f(x, kr, kc), _ref_separable(x, kr, kc, mode))
+    k2 = rng.standard_normal((3, 4)).astype(np.float32)
+    g = jax.jit(lambda a, k: correlate_direct(a, k, mode=mode, cval=CVAL))
+    _check(g(x, k2), _ref_direct(x, k2, mode))
+
+
+def test_weights_from_traced_sigma(rng):
+    x = _planes(rng, (1, 15, 12))
+    r = jnp.arange(-4, 5, dtype=jnp.float32)
+
+    @jax.jit
+    def blur(a, sigma):
+        w = jnp.exp(-0.5 * (r / sigma) ** 2)
+        w = w / w.sum()
+        return correlate_separable(a, w, w, mode="mirror")
+
+    g = np.exp(-0.5 * (np.arange(-4, 5) / 1.5) ** 2)
+    g /= g.sum()
+    _check(blur(x, jnp.float32(1.5)), _ref_separable(x, g, g, "mirror"))
+
+
+def test_vmap_equals_loop(rng):
+    xs = _planes(rng, (3, 2, 10, 9))
+    kr = rng.standard_normal(5).astype(np.float32)
+    kc = rng.standard_normal(3).astype(np.float32)
+    one = jax.jit(lambda a: correlate_separable(a, kr, kc, mode="wrap"))
+    loop = np.stack([np.asarray(one(a)) for a in xs])
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(one))(xs)), loop, rtol=0, atol=1e-6)
+    # vmapped traced weights too
+    krs = rng.standard_normal((3, 5)).astype(np.float32)
+    g = jax.jit(jax.vmap(lambda a, k: correlate_direct(a, k.reshape(1, 5), mode="nearest")))
+    loop = np.stack([_ref_direct(a, k.reshape(1, 5), "nearest") for a, k in zip(xs, krs)])
+    _check(g(xs, krs), loop)
+
+
+def test_rejects_bad_input():
+    x = np.zeros((1, 4, 4), np.float32)
+    with pytest.raises(ValueError, match="mode"):
+        correlate_separable(x, np.ones(3), np.ones(3), mode="edge")
+    with pytest.raises(ValueError, match="shape"):
+        correlate_separable(np.zeros((4, 4), np.float32), np.ones(3), np.ones(3))
+    with pytest.raises(ValueError):
+        correlate_direct(x, np.ones(3))
