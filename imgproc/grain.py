@@ -1,0 +1,112 @@
+"""Grain adapter: an imgproc pipeline as a per-record random map (optional extra
+``pip install "imgproc-jax[grain]"``).
+
+Two ways to put imgproc in a Grain input pipeline:
+
+1. **Per record, on the host** (:class:`RandomAugment`): a ``grain.python.RandomMapTransform``
+   that augments one record at a time in the loader's worker processes. The JAX key is
+   derived from the ``np.random.Generator`` Grain gives each record (itself derived from
+   the sampler's seed and the record's index), so the output depends only on (seed,
+   record): the same with 0 or 2 workers. The transform pickles as its JSON spec and
+   rebuilds (and compiles) the pipeline once per worker.
+2. **Per batch, on the device** (recommended on GPU/TPU): let Grain batch the uint8
+   images and call the jitted pipeline in the training step,
+   ``pipe(batch, key=jax.random.fold_in(key, epoch), indices=record_indices)`` where
+   ``record_indices`` are the records' global indices (e.g. from a
+   ``MapWithIndexTransform``); image ``i`` then gets ``fold_in(key, indices[i])``,
+   independent of the batch composition. See ``docs/augment.md``.
+
+Example:
+    >>> import numpy as np
+    >>> import grain.python as pygrain
+    >>> from imgproc.grain import RandomAugment
+    >>> source = [np.full((8, 8, 3), i, np.uint8) for i in range(4)]
+    >>> loader = pygrain.DataLoader(
+    ...     data_source=source,
+    ...     sampler=pygrain.IndexSampler(4, pygrain.NoSharding(), shuffle=False, num_epochs=1, seed=0),
+    ...     operations=[RandomAugment([{"op": "random_brightness", "max_delta": 0.05}])],
+    ...     worker_count=0)
+    >>> [x.shape for x in loader]
+    [(8, 8, 3), (8, 8, 3), (8, 8, 3), (8, 8, 3)]
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+try:
+    import grain.python as _pygrain
+
+    _Base = _pygrain.RandomMapTransform
+    _IMPORT_ERROR = None
+except ImportError as e:  # grain is an optional extra
+    _Base = object
+    _IMPORT_ERROR = e
+
+__all__ = ["RandomAugment", "record_key"]
+
+
+def record_key(rng: np.random.Generator):
+    """The JAX key of a record: ``jax.random.key`` of 32 bits drawn from Grain's per-record
+    ``rng`` (the only draw made from it, so it is the same in every process)."""
+    import jax
+
+    return jax.random.key(int(rng.integers(0, 2**32, dtype=np.uint64)))
+
+
+class RandomAugment(_Base):
+    """Augment one record with an imgproc pipeline (``grain.python.RandomMapTransform``).
+
+    Args:
+        pipeline: an :class:`imgproc.Pipeline` or its spec (list of stages or JSON text).
+            Stages must be spec-serialisable (registered ops, no plain callables).
+        field: the key of the image in a dict record; None when the record is the image.
+        layout: the image's layout (None infers HW / HWC).
+
+    The record's image (uint8, uint16 or float; HW, HWC or CHW) is returned augmented as a
+    NumPy array of the same dtype; other fields of a dict record are kept.
+    """
+
+    def __init__(self, pipeline, *, field=None, layout=None):
+        if _IMPORT_ERROR is not None:
+            raise ImportError('imgproc.grain needs Grain: pip install "imgproc-jax[grain]"') from _IMPORT_ERROR
+        from imgproc._pipeline import Pipeline
+
+        if isinstance(pipeline, Pipeline):
+            layout = pipeline.layout if layout is None else layout
+            spec = pipeline.to_spec()
+        elif isinstance(pipeline, (str, bytes)):
+            spec = json.loads(pipeline)
+        else:
+            spec = pipeline
+        self.spec_json = json.dumps(Pipeline.from_spec(spec).to_spec())  # validates; raises for callables
+        self.field = field
+        self.layout = layout
+        self._pipe = None
+
+    @property
+    def pipeline(self):
+        if self._pipe is None:
+            from imgproc._pipeline import Pipeline
+
+            self._pipe = Pipeline.from_spec(self.spec_json, layout=self.layout)
+        return self._pipe
+
+    def __getstate__(self):
+        return {"spec_json": self.spec_json, "field": self.field, "layout": self.layout}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._pipe = None
+
+    def random_map(self, element, rng: np.random.Generator):
+        key = record_key(rng)
+        image = element[self.field] if self.field is not None else element
+        out = np.asarray(self.pipeline(np.asarray(image), key=key))
+        if self.field is None:
+            return out
+        element = dict(element)
+        element[self.field] = out
+        return element
