@@ -32,5 +32,12 @@ bench-gpu: $(VENV)/.installed-bench
 	$(PIP) install --quiet "jax[cuda12]"
 	$(PY) benchmarks/gpu.py
 
+# Loader fuzzing (atheris), 10 minutes; not part of `make test`.
+fuzz: $(VENV)/.installed
+	$(PIP) install --quiet -e ".[fuzz]"
+	$(PY) fuzz/make_seeds.py fuzz/corpus
+	mkdir -p fuzz/artifacts
+	$(PY) fuzz/fuzz_loader.py fuzz/corpus -max_total_time=600 -rss_limit_mb=4096 -timeout=20 -artifact_prefix=fuzz/artifacts/
+
 clean:
 	rm -rf $(VENV) out
