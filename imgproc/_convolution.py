@@ -114,9 +114,23 @@ def _convolve2d(x, k, mode, cval):
     return jnp.moveaxis(conv(planes).reshape(b, c, h, w), 1, 3)
 
 
+def _centred_delta(w):
+    """The weight of a concrete 1-D kernel that is zero but for its centre, else None."""
+    if not is_concrete(w):
+        return None
+    w = np.asarray(w)
+    c = len(w) // 2
+    return float(w[c]) if not np.any(np.delete(w, c)) else None
+
+
 def _separable(x, terms, mode, cval):
     out = None
     for col, row in terms:
+        a, b = _centred_delta(col), _centred_delta(row)
+        if a is not None and b is not None:  # an identity term (e.g. in sharpen): no pass
+            y = (a * b) * x
+            out = y if out is None else out + y
+            continue
         y = correlate1d(x, col, axis=1, mode=mode, cval=cval)
         # outside the image, the vertical pass of a constant cval is cval * sum(col)
         y = correlate1d(y, row, axis=2, mode=mode, cval=cval * jnp.sum(jnp.asarray(col)))

@@ -235,7 +235,7 @@ class Pipeline:
         image_layout = {"NHWC": "HWC", "NCHW": "CHW"}.get(layout, layout)
         for s, stage in enumerate(self.stages):
             if true_hw is not None:
-                x = _extend_from(x, true_hw, spatial_axes(layout), stage.options)
+                x = _extend_from(x, true_hw, spatial_axes(layout), stage.options, self.radii[s])
             if not stage.info.random:
                 x = stage(x, layout=layout)
                 continue
@@ -259,20 +259,27 @@ def bucket_size(n: int) -> int:
     return -(-int(n) // step) * step
 
 
-def _extend_from(x, true_hw, axes, options):
-    """Refill everything around the true image (traced size ``true_hw[0]``, placed at
-    static offset ``true_hw[1]``) along ``axes`` with the stage's boundary extension of
-    the true image, so a stage on the padded array gives exactly the result on the true
-    image inside it (for every mode, ``wrap`` included)."""
+def _extend_from(x, true_hw, axes, options, radius):
+    """Refill the ``radius`` pixels around the true image (traced size ``true_hw[0]``,
+    placed at static offset ``true_hw[1]``) along ``axes`` with the stage's boundary
+    extension of the true image, so the stage on the padded array gives exactly the
+    result on the true image inside it (every mode, ``wrap`` included). Only the strips
+    the stage reads are written (in place); farther padding holds values no kept output
+    depends on."""
+    if radius == 0:
+        return x
     mode = options.get("mode", "reflect")
     cval = options.get("cval", 0.0)
     sizes, offset = true_hw
     for axis, n in zip(axes, (sizes[0], sizes[1])):
-        src = source_index(jnp.arange(x.shape[axis]) - offset, n, mode, jnp)
-        src = jnp.where(src >= 0, src + offset, src)
-        x = jnp.take(x, jnp.maximum(src, 0), axis=axis)
-        if mode == "constant":
-            shape = [1] * x.ndim
-            shape[axis] = x.shape[axis]
-            x = jnp.where((src >= 0).reshape(shape), x, jnp.asarray(cval, x.dtype))
+        for start in (offset - radius, offset + n):  # before and after the true image
+            src = source_index(start - offset + jnp.arange(radius), n, mode, jnp)
+            strip = jnp.take(x, jnp.maximum(src, 0) + offset, axis=axis)
+            if mode == "constant":
+                shape = [1] * x.ndim
+                shape[axis] = radius
+                strip = jnp.where((src >= 0).reshape(shape), strip, jnp.asarray(cval, x.dtype))
+            starts = [0] * x.ndim
+            starts[axis] = start
+            x = jax.lax.dynamic_update_slice(x, strip, [jnp.asarray(v, jnp.int32) for v in starts])
     return x
