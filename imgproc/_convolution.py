@@ -40,6 +40,7 @@ from imgproc._arrays import (
     to_output,
 )
 from imgproc._boundary import check_mode, pad_axis
+from imgproc._checks import check_finite
 from imgproc._separable import correlate1d, correlate_direct
 
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
@@ -189,6 +190,8 @@ def check_image(image, layout):
     layout = check_layout(layout, image.ndim)
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
+    if isinstance(image, np.ndarray):  # host data: checked; device arrays stay asynchronous
+        check_finite(image)
     return image, layout
 
 

@@ -28,8 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._arrays import check_dtype, check_layout, layout_ndim, spatial_axes, to_output
+from imgproc._arrays import check_layout, layout_ndim, spatial_axes, to_output
 from imgproc._boundary import source_index
+from imgproc._checks import chunk_size, run_in_chunks
+from imgproc._convolution import check_image
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -197,10 +199,12 @@ class Pipeline:
         return f"Pipeline({self.to_spec()!r}, layout={self.layout!r})"
 
     def __call__(self, images, *, key=None, indices=None):
-        if not hasattr(images, "shape"):
-            images = np.asarray(images)
-        check_dtype(images.dtype)
-        layout = check_layout(self.layout, images.ndim)
+        images, layout = check_image(images, self.layout)
+        if (isinstance(images, np.ndarray) and layout in ("NHWC", "NCHW")
+                and images.shape[0] > chunk_size(images.shape)):
+            # a host batch too large to hold on the device at once; indices keep each
+            # image's random draw what it would be in one call
+            return run_in_chunks(self, images, key=key, indices=indices)
         if self.is_random and key is None:
             raise ValueError("this pipeline has random stages: call it with key=jax.random.key(...)")
         if key is not None and indices is None:
@@ -233,6 +237,7 @@ class Pipeline:
         x = images.astype(jnp.float32)
         is_batch = layout in ("NHWC", "NCHW")
         image_layout = {"NHWC": "HWC", "NCHW": "CHW"}.get(layout, layout)
+        next_random = 0
         for s, stage in enumerate(self.stages):
             if true_hw is not None:
                 x = _extend_from(x, true_hw, spatial_axes(layout), stage.options, self.radii[s])
@@ -243,12 +248,11 @@ class Pipeline:
                 k = jax.random.fold_in(jax.random.fold_in(key, indices[0]), s)
                 x = stage(x, k, layout=image_layout)
                 continue
-            keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, i), s))(indices)
-            batch_fn = getattr(stage.info.fn, "apply_batch", None)  # random_choice/apply: strategies
-            if batch_fn is not None:
-                x = batch_fn(keys, x, layout=image_layout, **stage.options)
-            else:
-                x = jax.vmap(lambda k, im: stage(im, k, layout=image_layout))(keys, x)
+            if s < next_random:  # already run, fused with an earlier random stage
+                continue
+            from imgproc._augment_run import run_random  # strategies: fused lax.map, vmap, group
+
+            x, next_random = run_random(self.stages, s, key, indices, x, layout=image_layout)
         return to_output(x, images.dtype)
 
 

@@ -139,3 +139,28 @@ def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
         assert "/jax/compilation_cache/cache_hits" in events
     finally:
         jax.config.update("jax_compilation_cache_dir", None)
+
+
+def test_nan_and_out_of_range_host_input_is_refused():
+    bad = np.ones((6, 6, 3), np.float32)
+    bad[2, 3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(first at index \(2, 3, 1\)\)"):
+        presets.denoise()(bad)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        imgproc.gaussian_blur(bad, 1.0)
+    with pytest.raises(ValueError, match="beyond the allowed"):
+        imgproc.box_blur(np.full((4, 4), 3e7, np.float32))
+
+
+def test_large_host_batches_run_in_chunks(monkeypatch):
+    import imgproc._checks as checks
+    import imgproc._pipeline as pipeline_module
+
+    x = np.random.default_rng(3).integers(0, 256, (7, 10, 12, 3)).astype(np.uint8)
+    pipe = presets.denoise()
+    whole = np.asarray(pipe(x))
+    monkeypatch.setattr(pipeline_module, "chunk_size", lambda shape, **kw: 3)
+    monkeypatch.setattr(checks, "chunk_size", lambda shape, **kw: 3)
+    chunked = pipe(x)
+    np.testing.assert_array_equal(chunked, whole)
+    assert pipe.trace_count == 3  # batch of 7, then chunks of 3 and 1
