@@ -5,7 +5,8 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 
 ``"separable"``
     1-D shifted sums along H then W for each separable term of the kernel (a Gaussian or
-    box has one term, the sharpen kernel two). Borders come from static index maps, not a
+    box has one term, the sharpen kernel two; any concrete kernel factors exactly into
+    rank-many terms). Borders come from static index maps, not a
     padded copy of the image. The fast lowering on CPU.
 ``"direct"``
     2-D shifted sums over every kernel tap (any kernel, one fused XLA loop).
@@ -16,8 +17,7 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     ``jax.scipy.signal.convolve2d(..., mode="valid")`` per plane after an explicit border
     extension (it only knows zero fill); the seed chapter's approach.
 ``"auto"``
-    CPU: ``"separable"`` when the kernel has at most two separable terms, else
-    ``"direct"``. GPU/TPU: ``"conv"``. (On CPU the design measured ``conv`` and
+    CPU: ``"separable"`` when the kernel is separable (rank 1), else ``"direct"``. GPU/TPU: ``"conv"``. (On CPU the design measured ``conv`` and
     ``convolve2d`` at about 100× OpenCV's time, shifted sums at 5×.)
 """
 
@@ -44,7 +44,9 @@ from imgproc._checks import check_finite
 from imgproc._separable import correlate1d, correlate_direct
 
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
-MAX_SEPARABLE_TERMS = 2
+# "auto" on CPU: separable passes for rank-1 kernels; a rank-2 kernel (sharpen) as two
+# separable terms measured slower than one direct 2-D pass (benchmarks/NOTES.md).
+MAX_SEPARABLE_TERMS = 1
 _HIGHEST = lax.Precision.HIGHEST
 
 
@@ -115,23 +117,9 @@ def _convolve2d(x, k, mode, cval):
     return jnp.moveaxis(conv(planes).reshape(b, c, h, w), 1, 3)
 
 
-def _centred_delta(w):
-    """The weight of a concrete 1-D kernel that is zero but for its centre, else None."""
-    if not is_concrete(w):
-        return None
-    w = np.asarray(w)
-    c = len(w) // 2
-    return float(w[c]) if not np.any(np.delete(w, c)) else None
-
-
 def _separable(x, terms, mode, cval):
     out = None
     for col, row in terms:
-        a, b = _centred_delta(col), _centred_delta(row)
-        if a is not None and b is not None:  # an identity term (e.g. in sharpen): no pass
-            y = (a * b) * x
-            out = y if out is None else out + y
-            continue
         y = correlate1d(x, col, axis=1, mode=mode, cval=cval)
         # outside the image, the vertical pass of a constant cval is cval * sum(col)
         y = correlate1d(y, row, axis=2, mode=mode, cval=cval * jnp.sum(jnp.asarray(col)))
@@ -252,14 +240,13 @@ def plan_lowering(kernel, *, terms=None, method="auto"):
     """
     check_method(method)
     if terms is None and is_concrete(kernel):
-        found = _kernels.factor(kernel)
-        terms = found if len(found) <= MAX_SEPARABLE_TERMS else None
+        terms = _kernels.factor(kernel)  # exact: as many terms as the kernel's rank
     if method == "auto":
         method = auto_method(None if terms is None else len(terms))
     if method == "separable" and terms is None:
         raise ValueError(
-            f"method='separable' needs a kernel with at most {MAX_SEPARABLE_TERMS} separable "
-            "terms; use method='direct', 'conv' or 'convolve2d'"
+            "method='separable' needs a concrete kernel (or its separable terms) to factor; "
+            "use method='direct', 'conv' or 'convolve2d' for a traced kernel"
         )
     if kernel is None and method != "separable":
         kernel = _outer_sum(terms)

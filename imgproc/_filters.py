@@ -156,14 +156,7 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
     if center is None:
         center = 2.0 * size * size
     _check_number("center", center, minimum=size * size - 1, allow_equal=False)
-    kernel = _sharpen_kernel(size, center)
-    terms = None
-    if is_concrete(center):  # k = a * identity + b * box: one box pass pair, no others
-        total = float(center) - (size * size - 1)
-        delta = _kernels.identity(size)[size // 2]
-        ones = np.ones(size, np.float32)
-        terms = [((float(center) + 1.0) / total * delta, delta), (-ones / total, ones)]
-    plan = plan_lowering(kernel, terms=terms, method=method)
+    plan = plan_lowering(_sharpen_kernel(size, center), method=method)
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
 
 
