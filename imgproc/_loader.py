@@ -273,6 +273,9 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
     if fmt == "JPEG" and img.mode in ("RGB", "L") and _jpeg_complete(data):
         arr = _decode_jpeg_fast(data, img.mode)
     if arr is None and fmt in ("PNG", "TIFF") and _is_16bit_colour(img, fmt, data):
+        # Pillow decodes first (at 8 bits) so a corrupt file is refused before OpenCV's
+        # libpng/libtiff, which print their complaints straight to stderr, ever see it
+        _load(img, path, fmt, allow_truncated, note)
         arr = _decode_16bit_colour(data, fmt)
     if arr is None:
         _load(img, path, fmt, allow_truncated, note)

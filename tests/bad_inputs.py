@@ -234,6 +234,7 @@ CASES = [
     Case("bomb.png", bomb, 65, "too many pixels"),
     Case("bomb.gif", gif_bomb, 65, "too many pixels"),
     Case("over_limit.png", png, 65, "too many pixels", ("--max-pixels", "1000")),
+    Case("truncated_rgb16.png", lambda: rgb16(".png")[: len(rgb16(".png")) // 2], 65, "truncated PNG file"),
     Case("int32.tif", int32_tiff, 65, "beyond 16 bits"),
     Case("nan.tif", nan_tiff, 65, "NaN"),
     # odd: processed (exit 0), some with a warning line
