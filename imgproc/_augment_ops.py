@@ -414,8 +414,10 @@ def _uniform(key, lo, hi):
     return jax.random.uniform(key, (), jnp.float32, jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32))
 
 
-def _select(cond, a, b):
-    return jnp.where(cond, a, b)
+def _maybe(cond, fn, x):
+    """``fn(x)`` if ``cond`` else ``x``, as ``lax.cond``: a real branch for one image (and in
+    a per-image ``lax.map``), a select under ``vmap``."""
+    return jax.lax.cond(cond, fn, lambda x: x, x)
 
 
 @random_op
@@ -423,14 +425,14 @@ def random_flip_left_right(key, image, *, p=0.5, layout=None):
     """Flip left-right with probability ``p`` (:func:`flip_left_right`). One image, or a batch
     (image ``i`` drawn with ``fold_in(key, i)``), any layout; shape and dtype kept."""
     x = jnp.asarray(image)
-    return _select(_bernoulli(key, p), flip_left_right(x, layout=layout), x)
+    return _maybe(_bernoulli(key, p), lambda x: flip_left_right(x, layout=layout), x)
 
 
 @random_op
 def random_flip_up_down(key, image, *, p=0.5, layout=None):
     """Flip up-down with probability ``p`` (:func:`flip_up_down`)."""
     x = jnp.asarray(image)
-    return _select(_bernoulli(key, p), flip_up_down(x, layout=layout), x)
+    return _maybe(_bernoulli(key, p), lambda x: flip_up_down(x, layout=layout), x)
 
 
 @random_op
@@ -557,7 +559,7 @@ def random_grayscale(key, image, *, p=0.1, layout=None):
     """With probability ``p``, :func:`rgb_to_grayscale` (three equal channels); else unchanged.
     The default ``p=0.1`` is ``torchvision.transforms.RandomGrayscale``'s."""
     x = jnp.asarray(image)
-    return _select(_bernoulli(key, p), rgb_to_grayscale(x, layout=layout), x)
+    return _maybe(_bernoulli(key, p), lambda x: rgb_to_grayscale(x, layout=layout), x)
 
 
 @random_op
@@ -629,14 +631,18 @@ def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), v
     check_range("scale", scale, low=0, high=1)
     check_range("ratio", ratio, low=1e-6)
     kp, ka, kr, kt, kl, kv = jax.random.split(key, 6)
-    area = _uniform(ka, scale[0], scale[1]) * (h * w)
-    r = jnp.exp(_uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
-    bh = jnp.clip(jnp.round(jnp.sqrt(area * r)), 1, h).astype(jnp.int32)
-    bw = jnp.clip(jnp.round(jnp.sqrt(area / r)), 1, w).astype(jnp.int32)
-    top = jax.random.randint(kt, (), 0, h - bh + 1)
-    left = jax.random.randint(kl, (), 0, w - bw + 1)
     if isinstance(value, str):
         check_static("value", value, ("random",))
+
+    def erased(x):
+        area = _uniform(ka, scale[0], scale[1]) * (h * w)
+        r = jnp.exp(_uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
+        bh = jnp.clip(jnp.round(jnp.sqrt(area * r)), 1, h).astype(jnp.int32)
+        bw = jnp.clip(jnp.round(jnp.sqrt(area / r)), 1, w).astype(jnp.int32)
+        top = jax.random.randint(kt, (), 0, h - bh + 1)
+        left = jax.random.randint(kl, (), 0, w - bw + 1)
+        if not isinstance(value, str):
+            return erase(x, top, left, bh, bw, value=value, layout=layout)
         m = resolve_max(None, x.dtype)
         fill = (0.5 + 0.25 * hash_normal(kv, x.shape, layout)) * m
         a, b = spatial_axes(layout)
@@ -644,10 +650,9 @@ def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), v
         shape = [1] * x.ndim
         shape[a], shape[b] = h, w
         mask = (((rows >= top) & (rows < top + bh))[:, None] & ((cols >= left) & (cols < left + bw))[None, :]).reshape(shape)
-        erased = back(jnp.where(mask, fill, to_float(x)), x.dtype)
-    else:
-        erased = erase(x, top, left, bh, bw, value=value, layout=layout)
-    return _select(_bernoulli(kp, p), erased, x)
+        return back(jnp.where(mask, fill, to_float(x)), x.dtype)
+
+    return _maybe(_bernoulli(kp, p), erased, x)
 
 
 GEOMETRY = ("flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase")

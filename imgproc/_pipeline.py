@@ -252,7 +252,7 @@ class Pipeline:
                 continue
             from imgproc._augment_run import run_random  # strategies: fused lax.map, vmap, group
 
-            x, next_random = run_random(self.stages, s, key, indices, x, layout=image_layout)
+            x, next_random = run_random(self.stages, s, key, indices, images if s == 0 else x, layout=image_layout)
         return to_output(x, images.dtype)
 
 

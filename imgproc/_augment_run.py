@@ -1,0 +1,68 @@
+"""How an :class:`imgproc.Pipeline` runs its random stages on a batch.
+
+A maximal run of consecutive random stages is executed either
+
+* **fused, per image** (``lax.map`` over the batch, every stage of the run applied to one
+  image before the next image starts): used when the run's strategy is ``"map"``, the
+  default on CPU (:func:`imgproc.default_strategy`). Each image stays in cache through
+  the whole run and ``random_choice``/``random_apply`` are real conditionals, so only the
+  chosen branch runs; or
+* **stage by stage, over the whole batch**: plain random ops under ``vmap``, and
+  ``random_choice``/``random_apply`` with their own ``"select"`` or ``"group"`` strategy.
+
+A run is fused when every ``random_choice``/``random_apply`` stage in it resolves to
+``"map"`` (its ``strategy`` option, or the backend default when it has none) and, for a
+run without such stages, when the backend default is ``"map"``. Either way stage ``s`` of
+image ``i`` gets the key ``fold_in(fold_in(key, indices[i]), s)``, so the results are the
+same (up to float rounding of vectorised code).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from imgproc._arrays import to_output
+from imgproc._augment_base import pipeline_dtype
+from imgproc._augment_choice import default_strategy
+
+
+def _strategy(stage):
+    if getattr(stage.info.fn, "apply_batch", None) is None:
+        return None
+    return stage.options.get("strategy") or default_strategy()
+
+
+def run_random(stages, first, key, indices, x, *, layout):
+    """Run the random stages of a batch ``x`` starting at ``stages[first]`` (``layout`` is
+    the per-image layout). ``x`` is float32, or the input itself when ``first == 0``.
+    Returns ``(x, next_stage_index)``; ``x`` has the output dtype when the run ended the
+    pipeline fused, else float32."""
+    end = first
+    while end < len(stages) and stages[end].info.random:
+        end += 1
+    run = range(first, end)
+    chosen = {_strategy(stages[s]) for s in run} - {None}
+    fused = chosen == {"map"} or (not chosen and default_strategy() == "map")
+    if fused:
+        # x may still be the input dtype (first stage: the cast happens per image, in cache)
+        # and the last run writes the output dtype per image (rounded and saturated once,
+        # as the pipeline's final cast would).
+        out_dtype = pipeline_dtype() if end == len(stages) else None
+
+        def body(args):
+            i, image = args
+            image = image.astype(jnp.float32)
+            k = jax.random.fold_in(key, i)
+            for s in run:
+                image = stages[s](image, jax.random.fold_in(k, s), layout=layout)
+            return image if out_dtype is None else to_output(image, out_dtype)
+
+        return jax.lax.map(body, (indices, x)), end
+    x = x.astype(jnp.float32)
+    s, stage = first, stages[first]
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.fold_in(key, i), s))(indices)
+    batch_fn = getattr(stage.info.fn, "apply_batch", None)
+    if batch_fn is not None:
+        return batch_fn(keys, x, layout=layout, **stage.options), first + 1
+    return jax.vmap(lambda k, im: stage(im, k, layout=layout))(keys, x), first + 1
