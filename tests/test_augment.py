@@ -341,3 +341,17 @@ def test_random_choice_with_plain_callables_and_one_image():
     ys = {np.asarray(A.random_choice(jax.random.key(i), x, [lambda im: im + 1, lambda im: im * 0])).tobytes()
           for i in range(12)}
     assert ys == {np.asarray(x + 1).tobytes(), np.asarray(x * 0).tobytes()}
+
+
+def test_fused_runs_match_stage_by_stage():
+    # a deterministic stage first, then a random run that changes the shape and ends the
+    # pipeline: the fused per-image map (CPU default) equals stage-by-stage vmap ("select")
+    x = batch(5, 14, 14)
+    spec = [{"op": "gaussian_blur", "sigma": 1.0, "size": 3}, {"op": "random_crop", "size": [10, 10]},
+            {"op": "random_apply", "p": 0.5, "stage": {"op": "gaussian_noise"}}, {"op": "random_contrast"}]
+    outs = []
+    for strategy in ("map", "select"):
+        spec[2]["strategy"] = strategy
+        outs.append(np.asarray(imgproc.Pipeline(spec)(x, key=KEY)).astype(int))
+    assert outs[0].shape == (5, 10, 10, 3)
+    assert np.abs(outs[0] - outs[1]).max() <= 1
