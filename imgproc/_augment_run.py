@@ -27,6 +27,11 @@ from imgproc._augment_base import pipeline_dtype
 from imgproc._augment_choice import default_strategy
 
 
+# Random ops that only move pixels (exact in any dtype): a fused run applies them before
+# casting to float32, on 1-byte pixels when the input is uint8.
+KEEPS_DTYPE = frozenset({"random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop"})
+
+
 def _strategy(stage):
     if getattr(stage.info.fn, "apply_batch", None) is None:
         return None
@@ -52,11 +57,12 @@ def run_random(stages, first, key, indices, x, *, layout):
 
         def body(args):
             i, image = args
-            image = image.astype(jnp.float32)
             k = jax.random.fold_in(key, i)
             for s in run:
+                if stages[s].info.name not in KEEPS_DTYPE:  # pure moves run on the input dtype
+                    image = image.astype(jnp.float32)
                 image = stages[s](image, jax.random.fold_in(k, s), layout=layout)
-            return image if out_dtype is None else to_output(image, out_dtype)
+            return image.astype(jnp.float32) if out_dtype is None else to_output(image, out_dtype)
 
         return jax.lax.map(body, (indices, x)), end
     x = x.astype(jnp.float32)
