@@ -285,8 +285,14 @@ def _rgb_to_hsv(red, green, blue):
     safe_range = jnp.where(range_ > 0, range_, 1.0)
     saturation = jnp.where(value > 0, range_ / safe_value, 0.0)
     norm = 1.0 / (6.0 * safe_range)
-    hue = jnp.where(value == green, norm * (blue - red) + 2.0 / 6.0, norm * (red - green) + 4.0 / 6.0)
-    hue = jnp.where(value == red, norm * (green - blue), hue)
+    # dm-pix picks the branch with ``value == red`` / ``value == green``; under jit, XLA may
+    # recompute a fused producer (e.g. a rotation) for each use with different rounding,
+    # so that equality fails for every channel. Comparing the channels with each other
+    # gives the same branches (red first, then green, then blue) and is robust to that.
+    red_max = (red >= green) & (red >= blue)
+    green_max = ~red_max & (green >= blue)
+    hue = jnp.where(green_max, norm * (blue - red) + 2.0 / 6.0, norm * (red - green) + 4.0 / 6.0)
+    hue = jnp.where(red_max, norm * (green - blue), hue)
     hue = jnp.where(range_ > 0, hue, 0.0) + (hue < 0.0).astype(hue.dtype)
     return hue, saturation, value
 
@@ -618,6 +624,8 @@ def random_gaussian_blur(key, image, *, sigma_range=(0.1, 2.0), size=None, mode=
     ``sigma`` is traced: a new draw (or a new ``sigma_range``) never recompiles."""
     check_range("sigma_range", sigma_range, low=0)
     if size is None:
+        if any(isinstance(v, jax.core.Tracer) for v in sigma_range):
+            raise ValueError("size must be given when sigma_range is traced (the kernel size is static)")
         size = 2 * int(4.0 * float(sigma_range[1]) + 0.5) + 1
     return gaussian_blur(image, _uniform(key, sigma_range[0], sigma_range[1]), size=size, mode=mode, layout=layout)
 
