@@ -123,22 +123,32 @@ def test_size_buckets_exact_in_every_mode(mode):
         np.testing.assert_allclose(imgproc.Pipeline(spec, bucket=True)(x), np.asarray(imgproc.Pipeline(spec)(x)), atol=1e-6)
 
 
-def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
-    from imgproc._cache import enable_compilation_cache
+CACHE_PROBE = """
+import jax, numpy as np
+from imgproc import presets
+from imgproc._cache import enable_compilation_cache
+hits = []
+jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name))
+enable_compilation_cache()
+presets.denoise(bucket=True)(np.zeros((33, 35, 3), np.uint8))
+print("hit" if "/jax/compilation_cache/cache_hits" in hits else "miss")
+"""
 
-    events = []
-    jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
-    folder = enable_compilation_cache(tmp_path / "cache")
-    try:
-        x = np.zeros((33, 35, 3), np.uint8)
-        presets.denoise(sigma=1.1)(x)
-        assert any(folder.iterdir())
-        assert (folder.stat().st_mode & 0o777) == 0o700
-        jax.clear_caches()
-        presets.denoise(sigma=1.1)(x)  # a new process would do the same: load from disk
-        assert "/jax/compilation_cache/cache_hits" in events
-    finally:
-        jax.config.update("jax_compilation_cache_dir", None)
+
+def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
+    """Two processes, as two runs of the command: the second loads the compiled program
+    from the private cache folder in the user's cache home."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    env.pop("IMGPROC_CACHE_DIR", None)
+    runs = [subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True, text=True) for _ in range(2)]
+    assert [r.stdout.strip() for r in runs] == ["miss", "hit"], [r.stderr[-500:] for r in runs]
+    folder = tmp_path / "imgproc" / "jax"
+    assert any(folder.iterdir())
+    assert (folder.stat().st_mode & 0o777) == 0o700
 
 
 def test_nan_and_out_of_range_host_input_is_refused():
