@@ -12,7 +12,8 @@ random quarter turn, random brightness and contrast (±20%), and one of (Gaussia
   its last step is ``GaussianBlur(sigma=1, p=1/3)`` (a third of the images blurred, the
   expected share of blur in the others), and it needs ``ByteToFloat`` first.
 
-Times include moving the uint8 batch in and the result back to a NumPy array.
+Times include moving the uint8 batch in and the result back to a NumPy array; the cases
+take turns (round-robin), so a change in the machine's load hits all of them alike.
 
     python benchmarks/augment.py [--n 256] [--repeats 5]
 """
@@ -48,14 +49,18 @@ def imgproc_spec(strategy, method=None):
     ]
 
 
-def _time(fn, repeats):
-    fn()  # warm-up (compilation)
-    times = []
+def _time_interleaved(cases, repeats):
+    """Median seconds of each case; the cases take turns (round-robin) so that a change in
+    the machine's load during the run hits all of them alike. One warm-up call each."""
+    for _, fn in cases:
+        fn()  # warm-up (compilation)
+    times = {name: [] for name, _ in cases}
     for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for name, fn in cases:
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def run(n_images=256, repeats=5) -> list[dict]:
@@ -70,8 +75,10 @@ def run(n_images=256, repeats=5) -> list[dict]:
     group = f"Augment {n_images} uint8 images 224x224x3 (flip, rot90, brightness/contrast, one of blur/sharpen/noise)"
     rows = []
 
-    def add(name, seconds, note=""):
-        rows.append({"group": group, "name": name, "ms": seconds * 1e3, "images_per_s": n_images / seconds, "note": note})
+    cases = []
+
+    def add(name, fn):
+        cases.append((name, fn))
 
     key = jax.random.key(0)
     for strategy in STRATEGIES:
@@ -80,7 +87,7 @@ def run(n_images=256, repeats=5) -> list[dict]:
         add(
             f"imgproc Pipeline, strategy={strategy}"
             + (" (default on this backend)" if strategy == imgproc.default_strategy() else ""),
-            _time(lambda: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls)))), repeats),
+            lambda pipe=pipe, calls=calls: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls)))),
         )
 
     # the filters' "auto" lowering is tuned for whole images/batches; one 224x224 image at a
@@ -88,7 +95,7 @@ def run(n_images=256, repeats=5) -> list[dict]:
     pipe = imgproc.Pipeline(imgproc_spec("map", method="convolve2d"))
     calls2 = iter(range(10**9))
     add("imgproc Pipeline, strategy=map, blur/sharpen method=convolve2d",
-        _time(lambda: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls2)))), repeats))
+        lambda pipe=pipe: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls2)))))
 
     try:
         import albumentations as A
@@ -103,8 +110,7 @@ def run(n_images=256, repeats=5) -> list[dict]:
                 A.GaussNoise(std_range=(0.05, 0.05), p=1.0),
             ], p=1.0),
         ], seed=0)
-        add(f"albumentations {A.__version__} (one process)",
-            _time(lambda: np.stack([aug(image=im)["image"] for im in images]), repeats))
+        add(f"albumentations {A.__version__} (one process)", lambda: np.stack([aug(image=im)["image"] for im in images]))
     except ImportError as e:
         print(f"albumentations skipped: {e}")
 
@@ -127,10 +133,12 @@ def run(n_images=256, repeats=5) -> list[dict]:
             out = fn(keys, jnp.asarray(images))
             return np.asarray(jnp.clip(jnp.round(out * 255), 0, 255).astype(jnp.uint8))
 
-        add(f"augmax {augmax.__version__} (jit+vmap)", _time(augmax_run, repeats))
+        add(f"augmax {augmax.__version__} (jit+vmap)", augmax_run)
     except ImportError as e:
         print(f"augmax skipped: {e}")
 
+    for name, seconds in _time_interleaved(cases, repeats).items():
+        rows.append({"group": group, "name": name, "ms": seconds * 1e3, "images_per_s": n_images / seconds})
     by = {r["name"].split(" ")[0]: r for r in rows}
     for r in rows:  # for benchmarks/run.py's RESULTS.md: time relative to albumentations
         if "albumentations" in by:
