@@ -33,7 +33,7 @@ STRATEGIES = ("select", "map", "group")
 
 def default_strategy(backend: str | None = None) -> str:
     """The strategy used when ``strategy=None``: ``"map"`` on CPU (measured fastest there by
-    ``benchmarks/augment.py``: 7x ``"select"``, 1.6x ``"group"`` on 2 cores), ``"select"`` on
+    ``benchmarks/augment.py``: 5x ``"select"``, 1.2-1.8x ``"group"`` on 2 cores), ``"select"`` on
     GPU/TPU (the usual choice where a batch runs in parallel and control flow is costly;
     not measured in this repository yet: no accelerator was available)."""
     backend = backend or jax.default_backend()
