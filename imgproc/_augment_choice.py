@@ -76,6 +76,10 @@ def _branches(ops, name):
 def _check_weights(weights, n):
     if weights is None or isinstance(weights, jax.core.Tracer):
         return weights
+    if isinstance(weights, (list, tuple)) and any(isinstance(w, jax.core.Tracer) for w in weights):
+        if len(weights) != n:
+            raise ValueError(f"weights must be {n} non-negative numbers (one per op); got {len(weights)}")
+        return weights
     w = np.asarray(weights, np.float64)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(f"weights must be {n} non-negative numbers (one per op) with a positive sum; got {weights!r}")

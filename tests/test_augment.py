@@ -373,3 +373,16 @@ def test_hue_is_robust_to_fused_producers(pix):
     fused = np.asarray(jax.jit(lambda im: A.adjust_hue(A.rotate(im, 10.0), 0.05))(x))
     ref = np.asarray(pix.adjust_hue(np.asarray(A.rotate(x, 10.0)) / 255, 0.05)) * 255
     assert np.abs(fused - ref).max() < 0.05
+
+
+def test_traced_weights_and_p():
+    x = np.zeros((64, 2, 2, 1), np.float32)
+    ops = [{"op": "adjust_brightness", "delta": 1.0}, {"op": "adjust_brightness", "delta": 2.0}]
+
+    @jax.jit
+    def f(w0, p):
+        y = A.random_choice(KEY, x, ops, weights=[w0, 1.0 - w0])
+        return A.random_apply(KEY, y, {"op": "adjust_brightness", "delta": 10.0}, p=p)
+
+    assert set(np.unique(np.asarray(f(1.0, 0.0)))) == {1.0}
+    assert set(np.unique(np.asarray(f(0.0, 1.0)))) == {12.0}
