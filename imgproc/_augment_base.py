@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._arrays import channel_axis, check_dtype, check_layout, spatial_axes
+from imgproc._checks import check_image
+from imgproc._arrays import channel_axis, spatial_axes
 
 _PIPELINE_MAX: contextvars.ContextVar = contextvars.ContextVar("imgproc_pipeline_max_value", default=None)
 _PIPELINE_DTYPE: contextvars.ContextVar = contextvars.ContextVar("imgproc_pipeline_dtype", default=None)
@@ -62,17 +63,6 @@ def resolve_max(max_value, dtype):
     if ctx is not None:
         return ctx
     return dtype_max(dtype)
-
-
-def prepare(image, layout):
-    """Validate an image argument; returns ``(array, layout)``."""
-    if not hasattr(image, "shape") or not hasattr(image, "dtype"):
-        image = np.asarray(image)
-    check_dtype(image.dtype)
-    layout = check_layout(layout, image.ndim)
-    if any(n == 0 for n in image.shape):
-        raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
-    return image, layout
 
 
 def hw(image, layout):
@@ -160,7 +150,7 @@ def random_op(fn):
     @functools.wraps(fn)
     def wrapper(key, image, *, layout=None, **kwargs):
         check_key(key)
-        image, layout = prepare(image, layout)
+        image, layout = check_image(image, layout)
         if layout in BATCH_LAYOUTS:
             inner = BATCH_LAYOUTS[layout]
             keys = image_keys(key, image.shape[0])

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc._arrays import channel_axis, spatial_axes
+from imgproc._checks import check_image
 from imgproc._augment_base import (
     back,
     check_number,
@@ -19,7 +20,6 @@ from imgproc._augment_base import (
     hash_uniform,
     hw,
     need_rgb,
-    prepare,
     random_op,
     resolve_max,
     to_float,
@@ -41,13 +41,13 @@ def flip_left_right(image, *, layout=None):
         >>> np.asarray(imgproc.flip_left_right(np.array([[1, 2, 3]], np.uint8))).tolist()
         [[3, 2, 1]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     return jnp.flip(jnp.asarray(image), spatial_axes(layout)[1])
 
 
 def flip_up_down(image, *, layout=None):
     """Mirror the rows (H axis). Any layout; shape and dtype kept. Matches ``np.flip(image, axis=H)``."""
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     return jnp.flip(jnp.asarray(image), spatial_axes(layout)[0])
 
 
@@ -61,7 +61,7 @@ def rot90(image, k=1, *, layout=None):
         >>> np.asarray(imgproc.rot90(np.array([[1, 2], [3, 4]]).astype(np.uint8))).tolist()
         [[2, 4], [1, 3]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise ValueError(f"k must be an integer number of quarter turns; got {k!r}")
     return jnp.rot90(jnp.asarray(image), int(k), axes=spatial_axes(layout))
@@ -93,7 +93,7 @@ def crop(image, top, left, *, size, layout=None):
         >>> np.asarray(imgproc.crop(x, 1, 2, size=(2, 2))).tolist()
         [[6, 7], [10, 11]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     sh, sw, h, w = _check_size(size, image, layout)
     if sh > h or sw > w:
         raise ValueError(f"crop size {(sh, sw)} is larger than the image {(h, w)}")
@@ -111,7 +111,7 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
     ``torchvision.transforms.functional.resized_crop`` with bilinear antialiased resizing.
     Output dtype equals the input's.
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     oh, ow, _, _ = _check_size(size, image, layout)
     a, b = spatial_axes(layout)
     shape = list(image.shape)
@@ -151,7 +151,7 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     ``cval``, no interpolation beyond the edge), ``nearest``, ``reflect`` and ``mirror``, and
     ``grid-wrap`` for ``wrap``.
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_static("mode", mode, SAMPLE_MODES)
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
@@ -190,7 +190,7 @@ def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
         >>> np.asarray(imgproc.rotate(x, 90.0)).round(4).tolist() == np.rot90(x).tolist()
         True
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_number("angle", angle)
     h, w = hw(image, layout)
     t = jnp.deg2rad(jnp.asarray(angle, jnp.float32))
@@ -214,7 +214,7 @@ def translate(image, dy, dx, *, mode="constant", cval=0.0, layout=None):
         >>> np.asarray(imgproc.translate(np.array([[1, 2, 3]], np.float32), 0, 1)).tolist()
         [[0.0, 1.0, 2.0]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_number("dy", dy)
     check_number("dx", dx)
     h, w = hw(image, layout)
@@ -233,7 +233,7 @@ def erase(image, top, left, height, width, *, value=0.0, layout=None):
         >>> np.asarray(imgproc.erase(np.ones((3, 3), np.uint8), 1, 1, 2, 1)).tolist()
         [[1, 1, 1], [1, 0, 1], [1, 0, 1]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
     rows = jnp.arange(h)
@@ -271,7 +271,7 @@ def rgb_to_hsv(image, *, layout=None):
         >>> np.asarray(imgproc.rgb_to_hsv(np.array([[[1.0, 0.0, 0.0]]], np.float32))).tolist()
         [[[0.0, 1.0, 1.0]]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     need_rgb(image, layout, "rgb_to_hsv")
     (r, g, b), ax = _channel_split(to_float(jnp.asarray(image)), layout)
     return jnp.stack(_rgb_to_hsv(r, g, b), axis=ax)
@@ -308,14 +308,14 @@ def _hsv_to_rgb(hue, saturation, value):
 
 def hsv_to_rgb(image, *, layout=None):
     """HSV to RGB, float32, the inverse of :func:`rgb_to_hsv` (``dm_pix.hsv_to_rgb``)."""
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     need_rgb(image, layout, "hsv_to_rgb")
     (h, s, v), ax = _channel_split(to_float(jnp.asarray(image)), layout)
     return jnp.stack(_hsv_to_rgb(h, s, v), axis=ax)
 
 
 def _hsv_op(image, layout, name, fn):
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     need_rgb(image, layout, name)
     (r, g, b), ax = _channel_split(to_float(jnp.asarray(image)), layout)
     h, s, v = _rgb_to_hsv(r, g, b)
@@ -353,7 +353,7 @@ def adjust_brightness(image, delta, *, max_value=None, layout=None):
         >>> np.asarray(imgproc.adjust_brightness(np.array([[100, 250]], np.uint8), 0.1)).tolist()
         [[126, 255]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_number("delta", delta)
     m = resolve_max(max_value, image.dtype)
     y = to_float(jnp.asarray(image)) + jnp.asarray(delta, jnp.float32) * jnp.asarray(m, jnp.float32)
@@ -370,7 +370,7 @@ def adjust_contrast(image, factor, *, layout=None):
         >>> np.asarray(imgproc.adjust_contrast(np.array([[1.0, 3.0]], np.float32), 2.0)).tolist()
         [[0.0, 4.0]]
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_number("factor", factor, low=0)
     x = to_float(jnp.asarray(image))
     mean = _spatial_mean(x, layout)
@@ -391,7 +391,7 @@ def _spatial_mean(x, layout):
 def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
     """``gain * max_value * (x / max_value) ** gamma``; with ``max_value=1`` this is
     ``dm_pix.adjust_gamma`` (``gain * image ** gamma``). Negative values count as 0."""
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     check_number("gamma", gamma, low=0)
     check_number("gain", gain)
     m = jnp.asarray(resolve_max(max_value, image.dtype), jnp.float32)
@@ -409,7 +409,7 @@ def rgb_to_grayscale(image, *, keep_channels=True, layout=None):
     With ``keep_channels`` (default) the luma is repeated in all three channels, so the shape
     is kept (what a pipeline stage needs); else the channel axis has size 1. RGB only.
     """
-    image, layout = prepare(image, layout)
+    image, layout = check_image(image, layout)
     need_rgb(image, layout, "rgb_to_grayscale")
     (r, g, b), ax = _channel_split(to_float(jnp.asarray(image)), layout)
     y = GRAY_WEIGHTS[0] * r + GRAY_WEIGHTS[1] * g + GRAY_WEIGHTS[2] * b

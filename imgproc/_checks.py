@@ -11,10 +11,27 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_finite", "run_in_chunks", "chunk_size"]
+from imgproc._arrays import check_dtype, check_layout
+
+__all__ = ["check_image", "check_finite", "run_in_chunks", "chunk_size"]
 
 DEFAULT_MAX_ABS = 1e6
 DEFAULT_MAX_BYTES = 1 << 30
+
+
+def check_image(image, layout):
+    """Validate an image argument of any public op; returns ``(array, layout)``: dtype in the
+    allowed list, ``layout`` valid for its ndim (or inferred), no empty axis, and (host
+    NumPy data only: device arrays stay asynchronous) :func:`check_finite`."""
+    if not hasattr(image, "shape") or not hasattr(image, "dtype"):
+        image = np.asarray(image)
+    check_dtype(image.dtype)
+    layout = check_layout(layout, image.ndim)
+    if any(n == 0 for n in image.shape):
+        raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
+    if isinstance(image, np.ndarray):
+        check_finite(image)
+    return image, layout
 
 
 def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:

@@ -14,10 +14,10 @@ import jax.numpy as jnp
 
 from imgproc import kernels as _kernels
 from imgproc._boundary import check_mode
+from imgproc._checks import check_image
 from imgproc._convolution import (
     apply_plan,
     apply_stage,
-    check_image,
     is_concrete,
     plan_lowering,
     run_lowering,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +31,7 @@ import numpy as np
 from imgproc._arrays import check_layout, layout_ndim, spatial_axes, to_output
 from imgproc._boundary import source_index
 from imgproc._checks import chunk_size, run_in_chunks
-from imgproc._convolution import check_image
+from imgproc._checks import check_image
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 

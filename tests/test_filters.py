@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import imgproc
+import scipy.ndimage as ndi
 from cases import CASE_IDS, CASES, from_layout, reference, to_layout
 
 MODES = imgproc.MODES
@@ -182,12 +183,36 @@ def test_input_is_not_modified(rng):
     np.testing.assert_array_equal(x, before)
 
 
-def test_auto_picks_separable_on_cpu():
+def test_auto_plan_on_this_backend():
     from imgproc._convolution import plan_lowering
 
+    other = "direct" if jax.default_backend() == "cpu" else "conv"
     assert plan_lowering(imgproc.kernels.gaussian(2.0))[0] == "separable"
-    assert plan_lowering(imgproc.kernels.sharpen())[0] == "direct"  # rank 2: one 2-D pass is faster
-    assert plan_lowering(np.random.default_rng(0).random((5, 5)))[0] == "direct"
+    assert plan_lowering(imgproc.kernels.sharpen())[0] == other  # rank 2: one 2-D pass is faster
+    assert plan_lowering(np.random.default_rng(0).random((5, 5)))[0] == other
+
+
+@pytest.mark.parametrize("backend, n_terms, expected", [
+    ("cpu", 1, "separable"), ("cpu", 2, "direct"), ("cpu", None, "direct"),
+    ("gpu", 1, "separable"), ("gpu", 2, "conv"), ("gpu", None, "conv"), ("tpu", 2, "conv"),
+])
+def test_auto_method_per_backend(backend, n_terms, expected):
+    from imgproc._convolution import auto_method
+
+    assert auto_method(n_terms, backend) == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pad_first_passes_match_scipy(monkeypatch, mode):
+    """The GPU/TPU form of the 1-D passes (padded copy, then shifted sums), run here on CPU."""
+    from imgproc import _separable
+
+    monkeypatch.setattr(_separable, "pad_first", lambda: True)
+    x = np.random.default_rng(3).random((2, 19, 23), dtype=np.float32)
+    w = imgproc.kernels.gaussian_1d(2.0)
+    got = np.asarray(_separable.correlate_separable(x, w, w, mode=mode, cval=0.25))
+    ref = ndi.correlate1d(ndi.correlate1d(x.astype(np.float64), w, axis=1, mode=mode, cval=0.25), w, axis=2, mode=mode, cval=0.25)
+    np.testing.assert_allclose(got, ref, atol=1e-5)
 
 
 def test_separable_needs_a_concrete_kernel():
