@@ -62,6 +62,27 @@ def handle_errors(fn):
     return wrapper
 
 
+def load_spec(spec, **options):
+    """The :class:`imgproc.Pipeline` in the JSON file ``spec`` (``options`` go to
+    ``Pipeline.from_spec``). An unreadable file is an input error (exit 3); bad JSON or an
+    invalid stage is a usage error (exit 2), naming the file."""
+    import imgproc
+    from imgproc.errors import InputError
+
+    try:
+        text = Path(spec).read_text()
+    except FileNotFoundError:
+        raise InputError(spec, "no such file") from None
+    except OSError as e:
+        raise InputError(spec, f"cannot read ({e.strerror or e})") from None
+    try:
+        return imgproc.Pipeline.from_spec(text, **options)
+    except json.JSONDecodeError as e:
+        _fail(f"{spec}: not valid JSON ({e})", 2)
+    except (ValueError, TypeError) as e:
+        _fail(f"{spec}: {e}", 2)
+
+
 def _run_options(quality, overwrite):
     """The folder/loader options of the current command (stored by :func:`io_options`)."""
     from imgproc.cli._batch import RunOptions
@@ -258,22 +279,7 @@ def sharpen_cmd(input, output, quality, overwrite, size, center, mode):
 @handle_errors
 def run(spec, input, output, quality, overwrite):
     """Run the pipeline in SPEC (a JSON list of {"op": NAME, ...options}) on IN into OUT."""
-    import imgproc
-    from imgproc.errors import InputError
-
-    try:
-        text = Path(spec).read_text()
-    except FileNotFoundError:
-        raise InputError(spec, "no such file") from None
-    except OSError as e:
-        raise InputError(spec, f"cannot read ({e.strerror or e})") from None
-    try:
-        pipe = imgproc.Pipeline.from_spec(text, bucket=True)
-    except json.JSONDecodeError as e:
-        _fail(f"{spec}: not valid JSON ({e})", 2)
-    except (ValueError, TypeError) as e:
-        _fail(f"{spec}: {e}", 2)
-    _process_file(pipe, input, output, quality=quality, overwrite=overwrite)
+    _process_file(load_spec(spec, bucket=True), input, output, quality=quality, overwrite=overwrite)
 
 
 @main.command()

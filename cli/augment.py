@@ -12,34 +12,15 @@ the variants it shares.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from imgproc.cli import EXIT_CODES, _fail, handle_errors
+from imgproc.cli import EXIT_CODES, handle_errors, load_spec
 
 SHEET_NAME = "contact_sheet.png"
 SHEET_MAX_ROWS = 8
 SHEET_MAX_VARIANTS = 8
-
-
-def _load_spec(spec):
-    import imgproc
-    from imgproc.errors import InputError
-
-    try:
-        text = Path(spec).read_text()
-    except FileNotFoundError:
-        raise InputError(spec, "no such file") from None
-    except OSError as e:
-        raise InputError(spec, f"cannot read ({e.strerror or e})") from None
-    try:
-        return imgproc.Pipeline.from_spec(text)
-    except json.JSONDecodeError as e:
-        _fail(f"{spec}: not valid JSON ({e})", 2)
-    except (ValueError, TypeError) as e:
-        _fail(f"{spec}: {e}", 2)
 
 
 def _inputs(input):
@@ -95,7 +76,7 @@ def augment(input, outdir, spec, count, seed, quality, overwrite, no_sheet):
     from imgproc._io import OUTPUT_FORMATS
     from imgproc.errors import ImgprocError, OutputError
 
-    pipe = _load_spec(spec)
+    pipe = load_spec(spec)
     files = _inputs(input)
     out = Path(outdir)
     if out.exists() and not out.is_dir():

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-import imgproc
 from imgproc.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
