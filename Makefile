@@ -27,9 +27,10 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
 
-# On a machine with an NVIDIA GPU: jax[cuda12] and torch/torchvision must be installed there.
+# On a machine with an NVIDIA GPU: installs jax[cuda12] and torchvision into .venv, writes
+# benchmarks/RESULTS_GPU.md; the next `make bench` copies it into RESULTS.md.
 bench-gpu: $(VENV)/.installed-bench
-	$(PIP) install --quiet "jax[cuda12]"
+	$(PIP) install --quiet "jax[cuda12]" torch torchvision
 	$(PY) benchmarks/gpu.py
 
 # Loader fuzzing (atheris), 10 minutes; not part of `make test`.

@@ -73,7 +73,6 @@ def filter_benchmarks(repeats: int):
     import cv2
     import dm_pix
     import jax
-    import jax.numpy as jnp
     import scipy.ndimage as ndi
     import scipy.signal
     from PIL import Image, ImageFilter
@@ -239,6 +238,9 @@ def write_results(rows, path: Path, notes: str = ""):
         ratio = "" if r["vs"] != r["vs"] else f"{r['vs']:.2f}× {r['baseline']}"
         cores = "" if r["cores"] != r["cores"] else f"{r['cores']:.2f}"
         lines.append(f"| {r['name']} | {r['ms']:.1f} | {ratio} | {cores} |")
+    gpu = HERE / "RESULTS_GPU.md"  # written by `make bench-gpu` on a GPU machine
+    if gpu.exists():
+        lines += ["", gpu.read_text().strip()]
     if notes:
         lines += ["", notes]
     path.write_text("\n".join(lines) + "\n")
