@@ -126,7 +126,13 @@ def run_batch(keys, images, branches, draw, *, layout, strategy, group_size=16):
     if strategy == "select":
         return jax.vmap(one)(keys, images)
     if strategy == "map":
-        return jax.lax.map(lambda kx: one(*kx), (keys, images))
+        from imgproc._convolution import image_loop
+
+        def body(kx):
+            with image_loop():
+                return one(*kx)
+
+        return jax.lax.map(body, (keys, images))
     if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)) or group_size < 1:
         raise ValueError(f"group_size must be a positive integer; got {group_size!r}")
     n = images.shape[0]

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from imgproc._arrays import to_output
 from imgproc._augment_base import pipeline_dtype
 from imgproc._augment_choice import default_strategy
+from imgproc._convolution import image_loop
 
 
 # Random ops that only move pixels (exact in any dtype): a fused run applies them before
@@ -38,6 +39,11 @@ def _strategy(stage):
     return stage.options.get("strategy") or default_strategy()
 
 
+def _is_fused(stages, run) -> bool:
+    chosen = {_strategy(stages[s]) for s in run} - {None}
+    return chosen == {"map"} or (not chosen and default_strategy() == "map")
+
+
 def run_random(stages, first, key, indices, x, *, layout):
     """Run the random stages of a batch ``x`` starting at ``stages[first]`` (``layout`` is
     the per-image layout). ``x`` is float32, or the input itself when ``first == 0``.
@@ -47,9 +53,7 @@ def run_random(stages, first, key, indices, x, *, layout):
     while end < len(stages) and stages[end].info.random:
         end += 1
     run = range(first, end)
-    chosen = {_strategy(stages[s]) for s in run} - {None}
-    fused = chosen == {"map"} or (not chosen and default_strategy() == "map")
-    if fused:
+    if _is_fused(stages, run):
         # x may still be the input dtype (first stage: the cast happens per image, in cache)
         # and the last run writes the output dtype per image (rounded and saturated once,
         # as the pipeline's final cast would).
@@ -58,6 +62,10 @@ def run_random(stages, first, key, indices, x, *, layout):
         def body(args):
             i, image = args
             k = jax.random.fold_in(key, i)
+            with image_loop():  # auto lowerings for one image in a loop
+                return _one_image(image, k)
+
+        def _one_image(image, k):
             for s in run:
                 if stages[s].info.name not in KEEPS_DTYPE:  # pure moves run on the input dtype
                     image = image.astype(jnp.float32)
