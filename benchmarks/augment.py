@@ -90,8 +90,8 @@ def run(n_images=256, repeats=5) -> list[dict]:
             lambda pipe=pipe, calls=calls: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls)))),
         )
 
-    # the filters' "auto" lowering is tuned for whole images/batches; one 224x224 image at a
-    # time (inside the per-image map) is faster with jax.scipy.signal.convolve2d
+    # blur and sharpen forced to convolve2d: since "auto" picks it inside the per-image map
+    # on CPU, this row should equal the default row (a check of that choice)
     pipe = imgproc.Pipeline(imgproc_spec("map", method="convolve2d"))
     calls2 = iter(range(10**9))
     add("imgproc Pipeline, strategy=map, blur/sharpen method=convolve2d",
