@@ -51,12 +51,16 @@ def imgproc_spec(strategy, method=None):
 
 def _time_interleaved(cases, repeats):
     """Median seconds of each case; the cases take turns (round-robin) so that a change in
-    the machine's load during the run hits all of them alike. One warm-up call each."""
+    the machine's load during the run hits all of them alike. One warm-up call each, and
+    in every round an untimed call just before the timed one, so that a case does not pay
+    for the caches and freed memory the previous case left behind (the select strategy
+    leaves gigabytes of temporaries: the case after it measured 1.3-1.8x slower)."""
     for _, fn in cases:
         fn()  # warm-up (compilation)
     times = {name: [] for name, _ in cases}
     for _ in range(repeats):
         for name, fn in cases:
+            fn()
             t = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t)

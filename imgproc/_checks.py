@@ -31,7 +31,31 @@ def check_image(image, layout):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
     if isinstance(image, np.ndarray):
         check_finite(image)
+        image = host_aligned(image)
     return image, layout
+
+
+HOST_ALIGNMENT = 64  # bytes: what JAX's CPU client needs to use a NumPy buffer in place
+
+
+def host_aligned(array: np.ndarray) -> np.ndarray:
+    """``array``, or an aligned C-contiguous copy of it, so that the CPU backend reads it in
+    place instead of copying it. JAX's CPU client aliases a NumPy argument whose data is
+    C-contiguous and 64-byte aligned, and otherwise copies it much more slowly than NumPy
+    does (256x224x224x3 uint8, 38 MB: 16-28 ms against 5 ms for NumPy's copy; NumPy's own
+    allocations are usually only 16-byte aligned). The caller's array is never written.
+    Other backends and small arrays (< 1 MiB) are returned as they are."""
+    if array.nbytes < (1 << 20) or (array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0):
+        return array
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return array
+    buffer = np.empty(array.nbytes + HOST_ALIGNMENT, np.uint8)
+    start = (-buffer.ctypes.data) % HOST_ALIGNMENT
+    out = buffer[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(out, array)
+    return out
 
 
 def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from imgproc._arrays import check_layout, layout_ndim, spatial_axes, to_output
 from imgproc._boundary import source_index
 from imgproc._checks import chunk_size, run_in_chunks
-from imgproc._checks import check_image
+from imgproc._checks import check_image, host_aligned
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -222,7 +222,7 @@ class Pipeline:
         for a, n in zip(axes, true_hw):
             pads[a] = (reach, bucket_size(n + 2 * reach) - n - reach)
             crop[a] = slice(reach, reach + n)
-        padded = np.pad(np.asarray(images), pads)
+        padded = host_aligned(np.pad(np.asarray(images), pads))  # read in place on CPU
         true = jnp.asarray(true_hw, jnp.int32)
         return np.asarray(self._compiled(padded, key, indices, (true, reach), layout=layout))[tuple(crop)]
 

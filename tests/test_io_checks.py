@@ -20,3 +20,27 @@ def test_run_in_chunks_equals_one_call():
     whole = pipe(batch)
     chunked = run_in_chunks(pipe, batch, max_bytes=8 * 9 * 3 * 4 * 4 * 2)  # two images a chunk
     np.testing.assert_array_equal(np.asarray(chunked), np.asarray(whole))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_host_aligned_copies_misaligned_arrays_only(dtype):
+    """NumPy input is handed to JAX 64-byte aligned (read in place on CPU); the caller's
+    array is never modified, and the pipeline's result is the same either way."""
+    import jax
+
+    from imgproc._checks import HOST_ALIGNMENT, host_aligned
+
+    raw = np.random.default_rng(0).integers(0, 200, 100 * 64 * 64 * 3 + 1).astype(dtype)
+    misaligned = raw[1:].reshape(100, 64, 64, 3)  # offset by one element
+    before = misaligned.copy()
+    out = host_aligned(misaligned)
+    np.testing.assert_array_equal(out, before)
+    np.testing.assert_array_equal(misaligned, before)
+    if jax.default_backend() == "cpu":
+        assert out.ctypes.data % HOST_ALIGNMENT == 0 and out.flags.c_contiguous
+        assert host_aligned(out) is out  # already aligned: no copy
+    small = misaligned[:1, :4]
+    assert host_aligned(small) is small  # below 1 MiB: left to JAX
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])
+    np.testing.assert_array_equal(np.asarray(pipe(misaligned)), np.asarray(pipe(before)))
+    np.testing.assert_array_equal(misaligned, before)
