@@ -7,7 +7,7 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     1-D shifted sums along H then W for each separable term of the kernel (a Gaussian or
     box has one term, the sharpen kernel two; any concrete kernel factors exactly into
     rank-many terms). Borders come from static index maps: on CPU the interior is summed
-    and the thin border bands patched in place (no padded copy of the image); on GPU/TPU
+    and the thin border bands put over it (no padded copy of the image); on GPU/TPU
     each pass sums shifted slices of a padded copy, which XLA fuses into the pass
     (:func:`imgproc._separable.pad_first`). The default for separable kernels everywhere.
 ``"direct"``
@@ -45,7 +45,12 @@ from imgproc._arrays import (
 )
 from imgproc._boundary import check_mode, pad_axis
 from imgproc._checks import check_image
-from imgproc._separable import correlate1d, correlate_direct
+from imgproc._separable import (
+    correlate_direct,
+    correlate_separable as _correlate_passes,
+    feeds_next_stage,
+    feeds_next_stage_set,
+)
 
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
 # "auto" on CPU: separable passes for rank-1 kernels; a rank-2 kernel (sharpen) as two
@@ -124,9 +129,9 @@ def _convolve2d(x, k, mode, cval):
 def _separable(x, terms, mode, cval):
     out = None
     for col, row in terms:
-        y = correlate1d(x, col, axis=1, mode=mode, cval=cval)
         # outside the image, the vertical pass of a constant cval is cval * sum(col)
-        y = correlate1d(y, row, axis=2, mode=mode, cval=cval * jnp.sum(jnp.asarray(col)))
+        y = _correlate_passes(x, col, row, mode=mode, cval=cval,
+                              cval_after=cval * jnp.sum(jnp.asarray(col)))
         out = y if out is None else out + y
     return out
 
@@ -144,10 +149,11 @@ def run_lowering(x, plan, mode, cval):
     return _convolve2d(x, kernel, mode, cval)
 
 
-@functools.partial(jax.jit, static_argnames=("body", "layout", "static"))
-def _stage(image, traced, *, body, layout, static):
+@functools.partial(jax.jit, static_argnames=("body", "layout", "static", "feeds_next"))
+def _stage(image, traced, *, body, layout, static, feeds_next):
     x = to_bhwc(to_compute(image), layout)
-    y = body(x, **traced, **dict(static))
+    with feeds_next_stage() if feeds_next else contextlib.nullcontext():
+        y = body(x, **traced, **dict(static))
     return to_output(from_bhwc(y, image.shape), image.dtype)
 
 
@@ -157,9 +163,12 @@ def apply_stage(body, image, layout, traced=None, **static):
     ``body`` is a module-level function of the internal float ``(B, H, W, C)`` array;
     ``traced`` holds its array arguments (changing their values does not recompile);
     ``static`` its hashable options (kernel sizes, modes, lowerings). The stage converts
-    the image to float32 and back to its dtype (rounded and saturated once).
+    the image to float32 and back to its dtype (rounded and saturated once). Whether it
+    runs under :func:`imgproc._separable.feeds_next_stage` is part of the compiled
+    stage's key, like the options.
     """
-    return _stage(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())))
+    return _stage(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
+                  feeds_next=feeds_next_stage_set())
 
 
 def correlate_body(x, kernel, terms, cval, *, mode, method):

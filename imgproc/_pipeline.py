@@ -20,6 +20,7 @@ Semantics (documented in the README):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from typing import Callable
@@ -32,6 +33,7 @@ from imgproc._arrays import check_layout, layout_ndim, spatial_axes, to_output
 from imgproc._boundary import source_index
 from imgproc._checks import chunk_size, run_in_chunks
 from imgproc._checks import check_image, host_aligned
+from imgproc._separable import feeds_next_stage
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -242,7 +244,11 @@ class Pipeline:
             if true_hw is not None:
                 x = _extend_from(x, true_hw, spatial_axes(layout), stage.options, self.radii[s])
             if not stage.info.random:
-                x = stage(x, layout=layout)
+                # a stage feeding another one writes its border bands in place (cheaper
+                # for XLA there; the last stage's output goes to the caller)
+                feeds = s + 1 < len(self.stages)
+                with feeds_next_stage() if feeds else contextlib.nullcontext():
+                    x = stage(x, layout=layout)
                 continue
             if not is_batch:
                 k = jax.random.fold_in(jax.random.fold_in(key, indices[0]), s)

@@ -6,15 +6,19 @@
 ``scipy.ndimage.correlate`` applied to each plane (``origin=0``; even lengths follow
 scipy's rule: the centre tap is ``len // 2``).
 
-How it is lowered (measured on a 2-core x86 CPU, see the benchmark notes in the report
-that introduced this file): every pass is a *shifted sum* over static slices, which XLA
-emits as one fused elementwise loop. The border is never materialised as a full padded
-copy of the image: the interior of the output is computed from valid slices of the
-input only (written into a zero-extended buffer: XLA fuses that pad into the loop),
-and the thin border bands (``radius`` rows/columns) from small strips gathered with
-:func:`imgproc._boundary.index_map`, written over the buffer in place with
-``dynamic_update_slice``. (A ``concatenate`` of the pieces is slower: XLA:CPU does not
-fuse a concatenate along the minor axis, so it costs a full extra copy.)
+How it is lowered (measured on a 2-core x86 CPU, see benchmarks/NOTES.md): every pass
+is a *shifted sum* over static slices, which XLA emits as one fused elementwise loop.
+The border is never materialised as a full padded copy of the image: the interior of
+the output is computed from valid slices of the input only (written into a
+zero-extended buffer: XLA fuses that pad into the loop), and the thin border bands
+(``radius`` rows/columns) from small strips gathered with
+:func:`imgproc._boundary.index_map`, put over the buffer either in place
+(``dynamic_update_slice``) or with a fused ``select`` (see :func:`_assemble` for which
+and why). The column bands of a separable pair's second pass are computed from column
+strips of the input, so nothing reads the first pass's result but the second pass's
+interior loop. (A ``concatenate`` of the pieces is slower: XLA:CPU does not fuse a
+concatenate along the minor axis, so it costs a full extra copy.) On GPU/TPU each pass
+sums shifted slices of a padded copy instead (:func:`pad_first`).
 
 Weights may be NumPy arrays (concrete) or traced ``jnp`` arrays; only their static
 length/shape is needed. Concrete weights are baked in as constants, zero taps are
@@ -23,13 +27,16 @@ skipped and symmetric 1-D kernels use ``w_k * (x[i-k] + x[i+k])`` (half the mult
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
 
-__all__ = ["correlate_separable", "correlate_direct"]
+__all__ = ["correlate_separable", "correlate_direct", "feeds_next_stage", "feeds_next_stage_set"]
 
 
 # --------------------------------------------------------------------------- weights
@@ -167,6 +174,26 @@ def _shifted_sum(xe, terms, out_shape, axes):
 
 # --------------------------------------------------------------------------- 1-D pass
 
+_feeds_next_stage = contextvars.ContextVar("imgproc_feeds_next_stage", default=False)
+
+
+@contextlib.contextmanager
+def feeds_next_stage():
+    """Mark the filters traced inside as feeding another stage of the same XLA program
+    (a pipeline's stages before the last): their border bands are then written in place
+    (see :func:`_assemble`)."""
+    token = _feeds_next_stage.set(True)
+    try:
+        yield
+    finally:
+        _feeds_next_stage.reset(token)
+
+
+def feeds_next_stage_set() -> bool:
+    """Whether the caller is traced under :func:`feeds_next_stage`."""
+    return _feeds_next_stage.get()
+
+
 
 def pad_first() -> bool:
     """Whether a 1-D pass builds the extended (border-padded) array and sums shifted slices
@@ -214,17 +241,43 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval):
         return tuple(st)
 
     return _assemble(_shifted_sum(x, terms, tuple(shape), (axis,)), ext,
-                     [(band(0, before), at(0)), (band(L - after, after), at(L - after))])
+                     [(band(0, before), at(0)), (band(L - after, after), at(L - after))],
+                     in_place=True)
 
 
-def _assemble(inner, ext, bands):
+def _assemble(inner, ext, bands, *, in_place: bool):
     """Zero-extend ``inner`` by ``ext = [(before, after)]`` per axis (XLA fuses this pad
-    into the loop computing ``inner``), then write each ``(band, start_indices)`` over it
-    in place with ``dynamic_update_slice`` (``None`` bands are skipped)."""
+    into the loop computing ``inner``), then put each ``(band, start_indices)`` over it
+    (``None`` bands are skipped).
+
+    ``in_place=True`` writes the bands with ``dynamic_update_slice``; ``in_place=False``
+    zero-extends each band and picks it with a ``select`` on an index mask, all fused
+    into the loop that writes the output. Which is cheaper depends on what reads the
+    result (2048x2048x3 float32 on 2 cores, benchmarks/NOTES.md):
+
+    * the first pass of a separable pair, and the last pass of a stage whose result
+      feeds another stage of the same program: in place. (Selects there make XLA
+      materialise each zero-extended band at full size; denoise 96 -> 77 ms.)
+    * the last pass of the program's last stage (:func:`feeds_next_stage` not set):
+      select. In place, XLA fuses the final reshape to the caller's shape into the
+      update, which then cannot reuse the buffer and copies it (5 taps: 50 -> 36 ms).
+    """
     out = jax.lax.pad(inner, jnp.zeros((), inner.dtype), [(b, a, 0) for b, a in ext])
     for band, start in bands:
-        if band is not None:
+        if band is None:
+            continue
+        if in_place:
             out = jax.lax.dynamic_update_slice(out, band, start)
+            continue
+        cfg = [(s, n - s - b, 0) for s, b, n in zip(start, band.shape, out.shape)]
+        padded = jax.lax.pad(band, jnp.zeros((), band.dtype), cfg)
+        inside = None
+        for ax, (s, b, n) in enumerate(zip(start, band.shape, out.shape)):
+            if b != n:
+                i = jax.lax.broadcasted_iota(jnp.int32, out.shape, ax)
+                m = (i >= s) & (i < s + b)
+                inside = m if inside is None else inside & m
+        out = padded if inside is None else jnp.where(inside, padded, out)
     return out
 
 
@@ -238,24 +291,54 @@ def _as_planes(planes):
     return planes
 
 
-def correlate1d(x, w, *, axis: int, mode="reflect", cval=0.0):
-    """``scipy.ndimage.correlate1d(x, w, axis=axis, mode=mode, cval=cval)`` for float32
-    ``x`` of any rank (the engine's ``(B, H, W, C)``); ``w`` concrete or traced."""
-    n, terms = _terms_1d(w)
-    return _pass_1d(jnp.asarray(x, jnp.float32), n, terms, axis, mode, cval)
-
-
-def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0):
-    """Separable 2-D correlation of planar ``(P, H, W)`` float32 data.
+def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None):
+    """Separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     ``k_rows`` is applied along ``H`` (axis 1), then ``k_cols`` along ``W`` (axis 2);
     the result equals ``scipy.ndimage.correlate1d(correlate1d(planes, k_rows, axis=1,
-    mode=mode, cval=cval), k_cols, axis=2, mode=mode, cval=cval)`` (``origin=0``) as
-    float32. Weights may be concrete or traced; only their static length is used.
+    mode=mode, cval=cval), k_cols, axis=2, mode=mode, cval=cval_after)`` (``origin=0``;
+    ``cval_after`` defaults to ``cval``) as float32. Weights may be concrete or traced;
+    only their static length is used.
+
+    On CPU the border columns of the second pass are computed from thin column strips of
+    the *input* (both passes on the strip), not from the first pass's output: reading the
+    first pass's result there made XLA keep two versions of it (a full extra copy).
     """
     check_mode(mode)
-    y = correlate1d(_as_planes(planes), k_rows, axis=1, mode=mode, cval=cval)
-    return correlate1d(y, k_cols, axis=2, mode=mode, cval=cval)
+    x = _as_planes(planes)
+    cval_after = cval if cval_after is None else cval_after
+    n1, t1 = _terms_1d(k_rows)
+    n2, t2 = _terms_1d(k_cols)
+    y = _pass_1d(x, n1, t1, 1, mode, cval)
+    W = x.shape[2]
+    before, after = n2 // 2, n2 - 1 - n2 // 2
+    inner = W - n2 + 1
+    if n2 == 1 or inner <= 0 or pad_first():
+        return _pass_1d(y, n2, t2, 2, mode, cval_after)
+    full_idx = index_map(W, before, after, mode)
+
+    def band(out_start, out_len):
+        if out_len == 0:
+            return None
+        idx = full_idx[out_start: out_start + out_len + n2 - 1]
+        strip = _pass_1d(_gather(x, idx, 2, cval), n1, t1, 1, mode, cval)
+        if mode == "constant":  # columns outside the image hold cval_after after pass 1
+            outside = jnp.asarray(np.asarray(idx) < 0).reshape((1, 1, -1) + (1,) * (x.ndim - 3))
+            strip = jnp.where(outside, jnp.asarray(cval_after, strip.dtype), strip)
+        shape = list(x.shape)
+        shape[2] = out_len
+        return _shifted_sum(strip, t2, tuple(shape), (2,))
+
+    shape = list(x.shape)
+    shape[2] = inner
+    ext = [(0, 0), (0, 0), (before, after)] + [(0, 0)] * (x.ndim - 3)
+
+    def at(start):
+        return (0, 0, start) + (0,) * (x.ndim - 3)
+
+    return _assemble(_shifted_sum(y, t2, tuple(shape), (2,)), ext,
+                     [(band(0, before), at(0)), (band(W - after, after), at(W - after))],
+                     in_place=_feeds_next_stage.get())
 
 
 def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
@@ -307,4 +390,5 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
         bands.append((block(bt, in_h, 0, bl, False, True), at(bt, 0)))
     if er:
         bands.append((block(bt, in_h, W - er, er, False, True), at(bt, W - er)))
-    return _assemble(interior, [(0, 0), (bt, et), (bl, er)] + [(0, 0)] * (x.ndim - 3), bands)
+    return _assemble(interior, [(0, 0), (bt, et), (bl, er)] + [(0, 0)] * (x.ndim - 3), bands,
+                     in_place=_feeds_next_stage.get())

@@ -45,6 +45,25 @@ def test_pipeline_equals_float64_chain_and_rounds_once():
     assert np.abs(got.astype(int) - ref).max() <= 1
 
 
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+def test_three_linear_stages_equal_the_float64_chain(mode):
+    # stages before the last write their borders in place, the last with a select
+    x = np.random.default_rng(2).random((2, 19, 23, 3), dtype=np.float32)
+    pipe = imgproc.Pipeline([
+        {"op": "gaussian_blur", "sigma": 1.0, "mode": mode, "cval": 0.5},
+        {"op": "sharpen", "mode": mode, "cval": 0.5},
+        {"op": "box_blur", "size": 3, "mode": mode, "cval": 0.5},
+    ])
+    ref = x.astype(np.float64)
+    spatial = lambda f: np.stack([np.stack([f(im[..., c]) for c in range(3)], -1) for im in ref])  # noqa: E731
+    ref = spatial(lambda p: ndi.gaussian_filter(p, 1.0, mode=mode, cval=0.5))
+    ref = np.stack([np.stack([ndi.correlate(im[..., c], kernels.sharpen().astype(float), mode=mode, cval=0.5)
+                              for c in range(3)], -1) for im in ref])
+    ref = np.stack([np.stack([ndi.uniform_filter(im[..., c], 3, mode=mode, cval=0.5)
+                              for c in range(3)], -1) for im in ref])
+    np.testing.assert_allclose(np.asarray(pipe(x)), ref, rtol=0, atol=2e-5)
+
+
 def test_second_call_does_not_recompile():
     pipe = presets.denoise()
     x = np.zeros((20, 24, 3), np.uint8)

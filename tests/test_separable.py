@@ -8,7 +8,9 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import MODES
-from imgproc._separable import correlate_direct, correlate_separable
+import contextlib
+
+from imgproc._separable import correlate_direct, correlate_separable, feeds_next_stage
 
 CVAL = 0.25
 TOL = 1e-5
@@ -48,14 +50,31 @@ SEP_CASES = [
 ]
 
 
+# the last pass writes its border bands with a select (the program's output) or in place
+# (feeding another stage): both must give the reference
+BAND_WRITES = {"select": contextlib.nullcontext, "in place": feeds_next_stage}
+
+
+@pytest.mark.parametrize("bands", BAND_WRITES)
 @pytest.mark.parametrize("mode", MODES)
-def test_separable_matches_scipy(mode, rng):
+def test_separable_matches_scipy(mode, bands, rng):
     for shape, nr, nc in SEP_CASES:
         x = _planes(rng, shape)
         kr = rng.standard_normal(nr)
         kc = rng.standard_normal(nc)
         f = jax.jit(lambda a, kr=kr, kc=kc: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))
-        _check(f(x), _ref_separable(x, kr, kc, mode))
+        with BAND_WRITES[bands]():
+            _check(f(x), _ref_separable(x, kr, kc, mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_separable_second_pass_cval(mode, rng):
+    # the engine's 2-D correlation fills the second pass with cval * sum(k_rows)
+    x = _planes(rng, (2, 12, 15))
+    kr, kc = rng.standard_normal(5), rng.standard_normal(7)
+    f = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL, cval_after=-0.5))
+    y = ndi.correlate1d(x.astype(np.float64), kr, axis=1, mode=mode, cval=CVAL)
+    _check(f(x), ndi.correlate1d(y, kc, axis=2, mode=mode, cval=-0.5))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -81,13 +100,30 @@ DIRECT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("bands", BAND_WRITES)
 @pytest.mark.parametrize("mode", MODES)
-def test_direct_matches_scipy(mode, rng):
+def test_direct_matches_scipy(mode, bands, rng):
     for shape, kshape in DIRECT_CASES:
         x = _planes(rng, shape)
         k = rng.standard_normal(kshape)
         f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))
-        _check(f(x), _ref_direct(x, k, mode))
+        with BAND_WRITES[bands]():
+            _check(f(x), _ref_direct(x, k, mode))
+
+
+def test_feeds_next_stage_selects_the_band_writes_and_keys_the_stage():
+    import imgproc
+
+    x = np.zeros((16, 20, 3), np.float32)
+
+    def updates():  # a new function each time: make_jaxpr caches per function
+        return str(jax.make_jaxpr(lambda a: imgproc.gaussian_blur(a, 1.0))(x)).count("dynamic_update_slice")
+
+    alone = updates()
+    with feeds_next_stage():
+        feeding = updates()  # same shapes: a separate compiled stage, not the cached one
+    assert feeding == alone + 2  # the second pass's two column bands, now in place
+    assert updates() == alone
 
 
 def test_direct_sharpen_with_zero_taps(rng):
