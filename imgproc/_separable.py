@@ -36,7 +36,7 @@ import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
 
-__all__ = ["correlate_separable", "correlate_direct", "feeds_next_stage", "feeds_next_stage_set"]
+__all__ = ["correlate_direct", "correlate_separable", "feeds_next_stage", "feeds_next_stage_set"]
 
 
 # --------------------------------------------------------------------------- weights
