@@ -44,6 +44,27 @@ def _is_fused(stages, run) -> bool:
     return chosen == {"map"} or (not chosen and default_strategy() == "map")
 
 
+def random_runs(stages):
+    """The maximal runs of consecutive random stages, as ranges of stage indices."""
+    runs, s = [], 0
+    while s < len(stages):
+        if not stages[s].info.random:
+            s += 1
+            continue
+        end = s
+        while end < len(stages) and stages[end].info.random:
+            end += 1
+        runs.append(range(s, end))
+        s = end
+    return runs
+
+
+def loops_over_images(stages) -> bool:
+    """Whether a batch through ``stages`` runs some of them in a per-image ``lax.map``
+    (a fused run, see :func:`run_random`). XLA:CPU runs such a loop on one core."""
+    return any(_is_fused(stages, run) for run in random_runs(stages))
+
+
 def run_random(stages, first, key, indices, x, *, layout):
     """Run the random stages of a batch ``x`` starting at ``stages[first]`` (``layout`` is
     the per-image layout). ``x`` is float32, or the input itself when ``first == 0``.

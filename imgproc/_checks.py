@@ -51,11 +51,19 @@ def host_aligned(array: np.ndarray) -> np.ndarray:
 
     if jax.default_backend() != "cpu":
         return array
-    buffer = np.empty(array.nbytes + HOST_ALIGNMENT, np.uint8)
-    start = (-buffer.ctypes.data) % HOST_ALIGNMENT
-    out = buffer[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out = aligned_empty(array.shape, array.dtype)
     np.copyto(out, array)
     return out
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous NumPy array whose data is 64-byte aligned (see
+    :func:`host_aligned`)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buffer = np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
+    start = (-buffer.ctypes.data) % HOST_ALIGNMENT
+    return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:

@@ -20,9 +20,11 @@ Semantics (documented in the README):
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import os
 from typing import Callable
 
 import jax
@@ -32,7 +34,8 @@ import numpy as np
 from imgproc._arrays import check_layout, layout_ndim, spatial_axes, to_output
 from imgproc._boundary import source_index
 from imgproc._checks import chunk_size, run_in_chunks
-from imgproc._checks import check_image, host_aligned
+from imgproc._checks import aligned_empty, check_image, host_aligned
+from imgproc._augment_run import loops_over_images
 from imgproc._separable import feeds_next_stage
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
@@ -176,6 +179,7 @@ class Pipeline:
         self.bucket = bool(bucket) and all(r is not None for r in self.radii)
         self.trace_count = 0
         self._compiled = jax.jit(self._run, static_argnames=("layout",))
+        self._compiled_parts = set()  # slice signatures already compiled (_run_parts)
 
     @property
     def is_random(self) -> bool:
@@ -215,6 +219,9 @@ class Pipeline:
         if indices is not None:
             indices = jnp.asarray(indices)
         if not self.bucket:
+            parts = self._loop_parts(images, key, indices, layout)
+            if parts > 1:
+                return self._run_parts(images, key, indices, layout, parts)
             return self._compiled(images, key, indices, None, layout=layout)
         axes = spatial_axes(layout)
         true_hw = [images.shape[a] for a in axes]
@@ -227,6 +234,47 @@ class Pipeline:
         padded = host_aligned(np.pad(np.asarray(images), pads))  # read in place on CPU
         true = jnp.asarray(true_hw, jnp.int32)
         return np.asarray(self._compiled(padded, key, indices, (true, reach), layout=layout))[tuple(crop)]
+
+    def _loop_parts(self, images, key, indices, layout) -> int:
+        """How many slices of the batch to run at once, one per core (1: the whole batch in
+        one call). XLA:CPU runs a per-image ``lax.map`` (the ``"map"`` strategy of random
+        stages, the CPU default) on one core, so a batch split across the cores in
+        threads runs up to that many times faster (256 images with Gaussian noise on 2
+        cores: 212 -> 104 ms). Only for concrete batches on CPU, at least
+        :data:`MIN_IMAGES_PER_PART` images a slice; results are unchanged since image
+        ``i`` draws from ``fold_in(key, indices[i])`` in any slice."""
+        if (layout not in ("NHWC", "NCHW") or jax.default_backend() != "cpu"
+                or any(isinstance(a, jax.core.Tracer) for a in (images, key, indices))
+                or not loops_over_images(self.stages)):
+            return 1
+        return max(1, min(cpu_cores(), images.shape[0] // MIN_IMAGES_PER_PART))
+
+    def _run_parts(self, images, key, indices, layout, parts):
+        """Run ``parts`` slices of the batch in threads (the first slice of a new shape
+        alone first, so each program is traced and compiled once) and join them."""
+        bounds = np.linspace(0, images.shape[0], parts + 1).astype(int)
+        slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+        def run(sl):
+            part = host_aligned(images[sl]) if isinstance(images, np.ndarray) else images[sl]
+            return self._compiled(part, key, indices[sl], None, layout=layout)
+
+        outs = {}
+        for sl in slices:  # compile each slice shape once, before going parallel
+            shape = (sl.stop - sl.start,) + tuple(images.shape[1:])
+            sig = (shape, str(images.dtype), layout, str(key.dtype))
+            if sig not in self._compiled_parts:
+                outs[sl.start] = jax.block_until_ready(run(sl))
+                self._compiled_parts.add(sig)
+        todo = [sl for sl in slices if sl.start not in outs]
+        for sl, out in zip(todo, _thread_pool().map(lambda sl: jax.block_until_ready(run(sl)), todo)):
+            outs[sl.start] = out
+        # joined by NumPy into an aligned buffer that the CPU client then uses in place:
+        # 2 x 128 x 224x224x3 uint8, 9 ms against 19 ms for jnp.concatenate
+        first = outs[0]
+        joined = aligned_empty((images.shape[0],) + tuple(first.shape[1:]), first.dtype)
+        np.concatenate([np.asarray(outs[sl.start]) for sl in slices], out=joined)
+        return jax.device_put(joined, may_alias=True)
 
     def _run(self, images, key, indices, true_hw, *, layout):
         self.trace_count += 1  # runs only while tracing: counts compilations
@@ -260,6 +308,24 @@ class Pipeline:
 
             x, next_random = run_random(self.stages, s, key, indices, images if s == 0 else x, layout=image_layout)
         return to_output(x, images.dtype)
+
+
+MIN_IMAGES_PER_PART = 8
+_POOL = []
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _thread_pool():
+    if not _POOL:
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(cpu_cores(), thread_name_prefix="imgproc"))
+    return _POOL[0]
 
 
 def bucket_size(n: int) -> int:

@@ -386,3 +386,50 @@ def test_traced_weights_and_p():
 
     assert set(np.unique(np.asarray(f(1.0, 0.0)))) == {1.0}
     assert set(np.unique(np.asarray(f(0.0, 1.0)))) == {12.0}
+
+
+SPLIT_SPEC = [
+    {"op": "random_flip_left_right"},
+    {"op": "random_rot90"},
+    {"op": "random_choice", "ops": [{"op": "gaussian_blur", "sigma": 1.0}, {"op": "gaussian_noise"}]},
+]
+
+
+@pytest.mark.parametrize("n", [16, 21])
+def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
+    # on CPU a per-image loop runs on one core, so a concrete batch is split across the
+    # cores in threads; the result is the same array as one call, compiled once per slice shape
+    from imgproc import _pipeline
+
+    x = batch(n, 12, 12)
+    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 1)
+    one = imgproc.Pipeline(SPLIT_SPEC)
+    want = one(x, key=KEY)
+    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 2)
+    split = imgproc.Pipeline(SPLIT_SPEC)
+    assert split._loop_parts(x, KEY, jnp.arange(n), "NHWC") == 2
+    for k in (KEY, jax.random.key(5)):
+        got = split(x, key=k)
+        assert isinstance(got, jax.Array) and got.dtype == np.uint8 and got.shape == x.shape
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(one(x, key=k)))
+    np.testing.assert_array_equal(np.asarray(split(x, key=KEY, indices=np.arange(n) + 3)),
+                                  np.asarray(one(x, key=KEY, indices=np.arange(n) + 3)))
+    assert split.trace_count == (1 if n % 2 == 0 else 2)  # slices of n/2, or of n//2 and n//2 + 1
+    assert np.array_equal(np.asarray(want), np.asarray(one(x, key=KEY)))
+
+
+def test_batch_split_only_where_a_loop_runs(monkeypatch):
+    from imgproc import _pipeline
+
+    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 4)
+    x = batch(40, 8, 8)
+    idx = jnp.arange(40)
+    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x, KEY, idx, "NHWC") == 4
+    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x[:20], KEY, idx[:20], "NHWC") == 2  # >= 8 a slice
+    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x[0], KEY, idx[:1], "HWC") == 1  # one image
+    select = [dict(SPLIT_SPEC[2], strategy="select")]
+    assert imgproc.Pipeline(select)._loop_parts(x, KEY, idx, "NHWC") == 1  # vectorised already
+    assert imgproc.Pipeline([{"op": "gaussian_blur"}])._loop_parts(x, None, None, "NHWC") == 1
+    pipe = imgproc.Pipeline(SPLIT_SPEC)
+    traced = jax.jit(lambda a, k: pipe(a, key=k))(x, KEY)  # inside a trace: one program
+    np.testing.assert_array_equal(np.asarray(traced), np.asarray(pipe(x, key=KEY)))
