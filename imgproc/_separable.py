@@ -195,6 +195,11 @@ def feeds_next_stage_set() -> bool:
 
 
 
+# First kernels of at most this many taps write the column-extended buffer (see
+# correlate_separable).
+EXTEND_MAX_TAPS = 13
+
+
 def pad_first() -> bool:
     """Whether a 1-D pass builds the extended (border-padded) array and sums shifted slices
     of it, rather than computing the interior and patching the border bands in place.
@@ -204,18 +209,26 @@ def pad_first() -> bool:
     return jax.default_backend() != "cpu"
 
 
-def _pass_1d(x, n, terms, axis: int, mode: str, cval):
-    """Correlate ``x`` along ``axis`` with an ``n``-tap kernel given as ``terms``."""
+def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None):
+    """Correlate ``x`` along ``axis`` with an ``n``-tap kernel given as ``terms``.
+
+    ``extend=(axis2, before, after)`` returns the result zero-extended along ``axis2``
+    (written into the larger buffer by the same loop; the caller fills the margins)."""
     L = x.shape[axis]
     before = n // 2
     after = n - 1 - before
-    if n == 1:
-        return _shifted_sum(x, terms, x.shape, (axis,))
     full_idx = index_map(L, before, after, mode)  # extended index -> source index
     inner = L - n + 1  # outputs needing no border
-    if inner <= 0 or pad_first():
-        xe = _gather(x, full_idx, axis, cval)
-        return _shifted_sum(xe, terms, x.shape, (axis,))
+    if n == 1 or inner <= 0 or pad_first():
+        if n == 1:
+            y = _shifted_sum(x, terms, x.shape, (axis,))
+        else:
+            y = _shifted_sum(_gather(x, full_idx, axis, cval), terms, x.shape, (axis,))
+        if extend is not None:
+            cfg = [(0, 0, 0)] * x.ndim
+            cfg[extend[0]] = (extend[1], extend[2], 0)
+            y = jax.lax.pad(y, jnp.zeros((), y.dtype), cfg)
+        return y
 
     def band(out_start, out_len):
         if out_len == 0:
@@ -234,10 +247,14 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval):
     shape[axis] = inner
     ext = [(0, 0)] * x.ndim
     ext[axis] = (before, after)
+    if extend is not None:
+        ext[extend[0]] = (extend[1], extend[2])
 
     def at(start):
         st = [0] * x.ndim
         st[axis] = start
+        if extend is not None:
+            st[extend[0]] = extend[1]
         return tuple(st)
 
     return _assemble(_shifted_sum(x, terms, tuple(shape), (axis,)), ext,
@@ -300,31 +317,58 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     ``cval_after`` defaults to ``cval``) as float32. Weights may be concrete or traced;
     only their static length is used.
 
-    On CPU the border columns of the second pass are computed from thin column strips of
-    the *input* (both passes on the strip), not from the first pass's output: reading the
-    first pass's result there made XLA keep two versions of it (a full extra copy).
+    On CPU the second pass does no border work of its own: its margin columns are the
+    first pass over thin column strips of the *input*, so nothing but the second pass's
+    loop reads the first pass's result (reading it for the borders made XLA keep two
+    versions of it: a full extra copy). Two forms, by the first kernel's length
+    (2048x2048x3 float32, 2 cores; benchmarks/NOTES.md):
+
+    * up to :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended
+      by the second kernel's radius along ``W`` (the pad fuses into its loop), the strips
+      fill the margins in place and the second pass is a plain shifted sum over it
+      (5 taps: 42 -> 32 ms);
+    * above that, the pad along ``W`` slows the heavier first loop down (25 taps: 23 ->
+      44 ms for that pass), so the second pass sums the interior and puts the strips'
+      results over its border columns (:func:`_assemble`; 25 taps: 62 against 76 ms).
     """
     check_mode(mode)
     x = _as_planes(planes)
     cval_after = cval if cval_after is None else cval_after
     n1, t1 = _terms_1d(k_rows)
     n2, t2 = _terms_1d(k_cols)
-    y = _pass_1d(x, n1, t1, 1, mode, cval)
+    if n2 == 1 or pad_first():
+        return _pass_1d(_pass_1d(x, n1, t1, 1, mode, cval), n2, t2, 2, mode, cval_after)
     W = x.shape[2]
     before, after = n2 // 2, n2 - 1 - n2 // 2
+    col_idx = index_map(W, before, after, mode)  # extended column -> source column
+
+    def strip_pass1(cols):
+        """The first pass over the input's columns ``cols`` (extended indices)."""
+        strip = _pass_1d(_gather(x, cols, 2, cval), n1, t1, 1, mode, cval)
+        if mode == "constant":  # columns outside the image hold cval_after after pass 1
+            outside = jnp.asarray(np.asarray(cols) < 0).reshape((1, 1, -1) + (1,) * (x.ndim - 3))
+            strip = jnp.where(outside, jnp.asarray(cval_after, strip.dtype), strip)
+        return strip
+
+    def at(start):
+        return (0, 0, start) + (0,) * (x.ndim - 3)
+
+    if n1 <= EXTEND_MAX_TAPS:
+        y = _pass_1d(x, n1, t1, 1, mode, cval, extend=(2, before, after))
+        for cols, start in ((col_idx[:before], 0), (col_idx[before + W:], before + W)):
+            if len(cols):
+                y = jax.lax.dynamic_update_slice(y, strip_pass1(cols), at(start))
+        return _shifted_sum(y, t2, x.shape, (2,))
+
+    y = _pass_1d(x, n1, t1, 1, mode, cval)
     inner = W - n2 + 1
-    if n2 == 1 or inner <= 0 or pad_first():
+    if inner <= 0:
         return _pass_1d(y, n2, t2, 2, mode, cval_after)
-    full_idx = index_map(W, before, after, mode)
 
     def band(out_start, out_len):
         if out_len == 0:
             return None
-        idx = full_idx[out_start: out_start + out_len + n2 - 1]
-        strip = _pass_1d(_gather(x, idx, 2, cval), n1, t1, 1, mode, cval)
-        if mode == "constant":  # columns outside the image hold cval_after after pass 1
-            outside = jnp.asarray(np.asarray(idx) < 0).reshape((1, 1, -1) + (1,) * (x.ndim - 3))
-            strip = jnp.where(outside, jnp.asarray(cval_after, strip.dtype), strip)
+        strip = strip_pass1(col_idx[out_start: out_start + out_len + n2 - 1])
         shape = list(x.shape)
         shape[2] = out_len
         return _shifted_sum(strip, t2, tuple(shape), (2,))
@@ -332,10 +376,6 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     shape = list(x.shape)
     shape[2] = inner
     ext = [(0, 0), (0, 0), (before, after)] + [(0, 0)] * (x.ndim - 3)
-
-    def at(start):
-        return (0, 0, start) + (0,) * (x.ndim - 3)
-
     return _assemble(_shifted_sum(y, t2, tuple(shape), (2,)), ext,
                      [(band(0, before), at(0)), (band(W - after, after), at(W - after))],
                      in_place=_feeds_next_stage.get())
@@ -392,3 +432,4 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
         bands.append((block(bt, in_h, W - er, er, False, True), at(bt, W - er)))
     return _assemble(interior, [(0, 0), (bt, et), (bl, er)] + [(0, 0)] * (x.ndim - 3), bands,
                      in_place=_feeds_next_stage.get())
+

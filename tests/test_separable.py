@@ -47,6 +47,9 @@ SEP_CASES = [
     ((1, 3, 2), 13, 13),
     ((2, 6, 5), 6, 7),  # L == n - 1 and L < n - 1
     ((1, 5, 9), 1, 2),
+    ((2, 30, 33), 17, 5),  # first kernel above EXTEND_MAX_TAPS: the second pass patches its borders
+    ((1, 20, 12), 25, 13),
+    ((1, 3, 2), 17, 17),
 ]
 
 
@@ -114,16 +117,22 @@ def test_direct_matches_scipy(mode, bands, rng):
 def test_feeds_next_stage_selects_the_band_writes_and_keys_the_stage():
     import imgproc
 
-    x = np.zeros((16, 20, 3), np.float32)
+    x = np.zeros((40, 44, 3), np.float32)
 
-    def updates():  # a new function each time: make_jaxpr caches per function
-        return str(jax.make_jaxpr(lambda a: imgproc.gaussian_blur(a, 1.0))(x)).count("dynamic_update_slice")
+    def updates(op):  # a new function each time: make_jaxpr caches per function
+        return str(jax.make_jaxpr(lambda a: op(a))(x)).count("dynamic_update_slice")
 
-    alone = updates()
-    with feeds_next_stage():
-        feeding = updates()  # same shapes: a separate compiled stage, not the cached one
-    assert feeding == alone + 2  # the second pass's two column bands, now in place
-    assert updates() == alone
+    ops = {  # op: border bands its last pass writes (in place when feeding a stage)
+        lambda a: imgproc.sharpen(a): 4,
+        lambda a: imgproc.gaussian_blur(a, 3.0, size=25): 2,  # above EXTEND_MAX_TAPS
+        lambda a: imgproc.gaussian_blur(a, 1.0, size=5): 0,  # extended buffer: no bands
+    }
+    for op, bands in ops.items():
+        alone = updates(op)
+        with feeds_next_stage():
+            feeding = updates(op)  # same shapes: a separate compiled stage, not the cached one
+        assert feeding == alone + bands
+        assert updates(op) == alone
 
 
 def test_direct_sharpen_with_zero_taps(rng):
