@@ -149,12 +149,14 @@ def run_lowering(x, plan, mode, cval):
     return _convolve2d(x, kernel, mode, cval)
 
 
-@functools.partial(jax.jit, static_argnames=("body", "layout", "static", "feeds_next"))
-def _stage(image, traced, *, body, layout, static, feeds_next):
+def _stage_fn(image, traced, *, body, layout, static, feeds_next):
     x = to_bhwc(to_compute(image), layout)
     with feeds_next_stage() if feeds_next else contextlib.nullcontext():
         y = body(x, **traced, **dict(static))
     return to_output(from_bhwc(y, image.shape), image.dtype)
+
+
+_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "feeds_next"))
 
 
 def apply_stage(body, image, layout, traced=None, **static):
@@ -166,9 +168,16 @@ def apply_stage(body, image, layout, traced=None, **static):
     the image to float32 and back to its dtype (rounded and saturated once). Whether it
     runs under :func:`imgproc._separable.feeds_next_stage` is part of the compiled
     stage's key, like the options.
+
+    Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
+    body is traced inline, so concrete weights reach the lowering as constants that XLA
+    compiles into the loops (2048x2048x3, Gaussian 5 taps: 31 -> 26 ms; 25 taps: 62 ->
+    45 ms); called eagerly it is its own compiled program with the weights as
+    arguments, so a new sigma does not recompile.
     """
-    return _stage(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
-                  feeds_next=feeds_next_stage_set())
+    run = _stage_fn if isinstance(image, jax.core.Tracer) else _stage
+    return run(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
+               feeds_next=feeds_next_stage_set())
 
 
 def correlate_body(x, kernel, terms, cval, *, mode, method):

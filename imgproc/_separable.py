@@ -195,9 +195,9 @@ def feeds_next_stage_set() -> bool:
 
 
 
-# First kernels of at most this many taps write the column-extended buffer (see
-# correlate_separable).
-EXTEND_MAX_TAPS = 13
+# Traced first kernels of at most this many taps write the column-extended buffer;
+# concrete ones always do (see correlate_separable).
+EXTEND_MAX_TAPS = 9
 
 
 def pad_first() -> bool:
@@ -323,13 +323,15 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     versions of it: a full extra copy). Two forms, by the first kernel's length
     (2048x2048x3 float32, 2 cores; benchmarks/NOTES.md):
 
-    * up to :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended
-      by the second kernel's radius along ``W`` (the pad fuses into its loop), the strips
-      fill the margins in place and the second pass is a plain shifted sum over it
-      (5 taps: 42 -> 32 ms);
-    * above that, the pad along ``W`` slows the heavier first loop down (25 taps: 23 ->
-      44 ms for that pass), so the second pass sums the interior and puts the strips'
-      results over its border columns (:func:`_assemble`; 25 taps: 62 against 76 ms).
+    * with concrete ``k_rows`` (compiled in as constants), or traced ones of up to
+      :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended by the
+      second kernel's radius along ``W`` (the pad fuses into its loop), the strips fill
+      the margins in place and the second pass is a plain shifted sum over it (5 taps:
+      42 -> 32 ms with traced weights, 26 ms with constants; 25 taps constant: 45 ms);
+    * above that with traced weights (read from memory inside the loop), the pad along
+      ``W`` slows the heavier first loop down (25 taps: 87 against 62 ms), so the
+      second pass sums the interior and puts the strips' results over its border
+      columns (:func:`_assemble`).
     """
     check_mode(mode)
     x = _as_planes(planes)
@@ -353,12 +355,17 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     def at(start):
         return (0, 0, start) + (0,) * (x.ndim - 3)
 
-    if n1 <= EXTEND_MAX_TAPS:
-        y = _pass_1d(x, n1, t1, 1, mode, cval, extend=(2, before, after))
+    if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
+        # W and C merged into one axis (a reshape): the loops then run over rows of
+        # W*C contiguous values, which XLA vectorises with the pad (16 -> 13 ms at 5 taps)
+        c = int(np.prod(x.shape[3:]))
+        rows = lambda a: a.reshape(a.shape[:2] + (a.shape[2] * c,))  # noqa: E731
+        y = _pass_1d(rows(x), n1, t1, 1, mode, cval, extend=(2, before * c, after * c))
         for cols, start in ((col_idx[:before], 0), (col_idx[before + W:], before + W)):
             if len(cols):
-                y = jax.lax.dynamic_update_slice(y, strip_pass1(cols), at(start))
-        return _shifted_sum(y, t2, x.shape, (2,))
+                y = jax.lax.dynamic_update_slice(y, rows(strip_pass1(cols)), (0, 0, start * c))
+        t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
+        return _shifted_sum(y, t2c, x.shape[:2] + (W * c,), (2,)).reshape(x.shape)
 
     y = _pass_1d(x, n1, t1, 1, mode, cval)
     inner = W - n2 + 1

@@ -47,7 +47,7 @@ SEP_CASES = [
     ((1, 3, 2), 13, 13),
     ((2, 6, 5), 6, 7),  # L == n - 1 and L < n - 1
     ((1, 5, 9), 1, 2),
-    ((2, 30, 33), 17, 5),  # first kernel above EXTEND_MAX_TAPS: the second pass patches its borders
+    ((2, 30, 33), 17, 5),  # traced first kernel above EXTEND_MAX_TAPS: the second pass patches its borders
     ((1, 20, 12), 25, 13),
     ((1, 3, 2), 17, 17),
 ]
@@ -58,16 +58,22 @@ SEP_CASES = [
 BAND_WRITES = {"select": contextlib.nullcontext, "in place": feeds_next_stage}
 
 
+@pytest.mark.parametrize("weights", ["constant", "traced"])
 @pytest.mark.parametrize("bands", BAND_WRITES)
 @pytest.mark.parametrize("mode", MODES)
-def test_separable_matches_scipy(mode, bands, rng):
+def test_separable_matches_scipy(mode, bands, weights, rng):
+    # constant weights always take the column-extended buffer; traced ones above
+    # EXTEND_MAX_TAPS the second pass that patches its own borders
     for shape, nr, nc in SEP_CASES:
         x = _planes(rng, shape)
-        kr = rng.standard_normal(nr)
-        kc = rng.standard_normal(nc)
-        f = jax.jit(lambda a, kr=kr, kc=kc: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))
+        kr = rng.standard_normal(nr).astype(np.float32)
+        kc = rng.standard_normal(nc).astype(np.float32)
         with BAND_WRITES[bands]():
-            _check(f(x), _ref_separable(x, kr, kc, mode))
+            if weights == "constant":
+                out = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))(x)
+            else:
+                out = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL))(x, kr, kc)
+        _check(out, _ref_separable(x, kr, kc, mode))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -116,23 +122,31 @@ def test_direct_matches_scipy(mode, bands, rng):
 
 def test_feeds_next_stage_selects_the_band_writes_and_keys_the_stage():
     import imgproc
+    from imgproc import _convolution
 
     x = np.zeros((40, 44, 3), np.float32)
 
     def updates(op):  # a new function each time: make_jaxpr caches per function
-        return str(jax.make_jaxpr(lambda a: op(a))(x)).count("dynamic_update_slice")
+        return str(jax.make_jaxpr(lambda a, s: op(a, s))(x, 3.0)).count("dynamic_update_slice")
 
-    ops = {  # op: border bands its last pass writes (in place when feeding a stage)
-        lambda a: imgproc.sharpen(a): 4,
-        lambda a: imgproc.gaussian_blur(a, 3.0, size=25): 2,  # above EXTEND_MAX_TAPS
-        lambda a: imgproc.gaussian_blur(a, 1.0, size=5): 0,  # extended buffer: no bands
-    }
-    for op, bands in ops.items():
+    ops = [  # (op, border bands its last pass writes: in place when feeding a stage)
+        (lambda a, s: imgproc.sharpen(a), 4),
+        (lambda a, s: imgproc.gaussian_blur(a, s, size=25), 2),  # traced, above EXTEND_MAX_TAPS
+        (lambda a, s: imgproc.gaussian_blur(a, 1.0, size=25), 0),  # constants: extended buffer
+    ]
+    for op, bands in ops:
         alone = updates(op)
         with feeds_next_stage():
-            feeding = updates(op)  # same shapes: a separate compiled stage, not the cached one
+            feeding = updates(op)
         assert feeding == alone + bands
         assert updates(op) == alone
+    # called eagerly, the flag is part of the compiled stage's key
+    before = _convolution._stage._cache_size()
+    plain = imgproc.sharpen(x)
+    with feeds_next_stage():
+        feeding = imgproc.sharpen(x)
+    assert _convolution._stage._cache_size() == before + 2
+    np.testing.assert_allclose(np.asarray(plain), np.asarray(feeding), rtol=0, atol=1e-6)
 
 
 def test_direct_sharpen_with_zero_taps(rng):
