@@ -25,6 +25,7 @@ from imgproc import augment  # registers the augmentation ops as pipeline stages
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
 from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
 from imgproc.metrics import psnr
+from imgproc.host_memory import reuse_host_memory
 
 try:
     __version__ = _version("imgproc-jax")
@@ -69,6 +70,7 @@ __all__ = [
     "psnr",
     "register_op",
     "registered_ops",
+    "reuse_host_memory",
     "save_image",
     "sharpen",
     "unsharp_mask",

@@ -44,3 +44,19 @@ def test_host_aligned_copies_misaligned_arrays_only(dtype):
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])
     np.testing.assert_array_equal(np.asarray(pipe(misaligned)), np.asarray(pipe(before)))
     np.testing.assert_array_equal(misaligned, before)
+
+
+def test_reuse_host_memory_applies_on_glibc_and_the_command_calls_it(monkeypatch):
+    import platform
+
+    from click.testing import CliRunner
+
+    import imgproc
+    import imgproc.cli as cli
+
+    applied = imgproc.reuse_host_memory()
+    assert applied is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
+    calls = []
+    monkeypatch.setattr(cli, "reuse_host_memory", lambda: calls.append(1) or True)
+    assert CliRunner().invoke(cli.main, ["info"]).exit_code == 0
+    assert calls == [1]
