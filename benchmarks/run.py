@@ -49,6 +49,24 @@ def measure(fn, repeats: int, warmup: int = 1):
     return statistics.median(times), busy
 
 
+def measure_round_robin(fns, repeats: int):
+    """``[(median wall seconds, cores busy)]`` for each of ``fns``, timed in turns (one call
+    of each per round, after a warm-up call of each), so that a change in the machine's
+    load during the group hits every implementation alike: on this shared 2-core machine
+    OpenCV's 5-tap blur measured 8.8-15.6 ms in back-to-back runs of whole groups."""
+    for fn in fns:
+        fn()
+    walls = [[] for _ in fns]
+    cpus = [0.0 for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            c, t = cpu_seconds(), time.perf_counter()
+            fn()
+            walls[i].append(time.perf_counter() - t)
+            cpus[i] += cpu_seconds() - c
+    return [(statistics.median(w), cpu / max(sum(w), 1e-9)) for w, cpu in zip(walls, cpus)]
+
+
 def _block(x):
     if hasattr(x, "block_until_ready"):
         x.block_until_ready()
@@ -162,10 +180,8 @@ def run_group(title, cases, repeats, baseline):
     if _TITLE_PREFIX[0]:  # the reuse_host_memory() run: imgproc and the baseline only
         cases = [(n, f) for n, f in cases if n.startswith(("imgproc", "OpenCV"))]
     print(f"\n{title}")
-    results = []
-    for name, fn in cases:
-        median, busy = measure(fn, repeats)
-        results.append({"group": title, "name": name, "ms": median * 1e3, "cores": busy})
+    results = [{"group": title, "name": name, "ms": median * 1e3, "cores": busy}
+               for (name, _), (median, busy) in zip(cases, measure_round_robin([f for _, f in cases], repeats))]
     base = next(r["ms"] for r in results if r["name"] == baseline)
     for r in results:
         r["vs"] = r["ms"] / base
@@ -305,7 +321,7 @@ def write_results(rows, path: Path, notes: str = ""):
         "",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         f"- python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions().items()),
-        "- times are medians of repeated runs after a warm-up (compilation excluded except in the whole-command rows);",
+        "- times are medians of repeated runs after a warm-up, the implementations of a group timed in turns (one call each per round; compilation excluded except in the whole-command rows);",
         "  \"cores busy\" is process CPU time divided by wall time while the case ran.",
         "",
     ]

@@ -34,7 +34,7 @@ STRATEGIES = ("select", "map", "group")
 
 def default_strategy(backend: str | None = None) -> str:
     """The strategy used when ``strategy=None``: ``"map"`` on CPU (measured fastest there by
-    ``benchmarks/augment.py``: 5-12x ``"select"``, 1.2-2.9x ``"group"`` on 2 cores), ``"select"`` on
+    ``benchmarks/augment.py``: 5-14x ``"select"``, 1.2-3.1x ``"group"`` on 2 cores), ``"select"`` on
     GPU/TPU (measured fastest on an H100 by ``benchmarks/gpu.py``: 3.2x ``"map"`` and 1.8x
     ``"group"`` from host memory, 16x and 2.3x with the batch already on the device;
     not measured on a TPU)."""

@@ -155,7 +155,9 @@ class Pipeline:
             otherwise the pipeline runs at the exact size.
 
     Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
-    it has random stages. Output shape and dtype equal the input's.
+    it has random stages. Output shape and dtype equal the input's. On CPU a concrete batch
+    whose random stages loop per image is run as one slice per core, in threads (see
+    ``_loop_parts``); the result is the same array.
 
     Example:
         >>> import numpy as np, imgproc
