@@ -27,7 +27,6 @@ in the environment.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 __all__ = ["reuse_host_memory"]
 
@@ -41,11 +40,9 @@ def reuse_host_memory() -> bool:
     """Ask glibc's malloc to keep and reuse freed blocks up to 1 GiB (see the module
     docstring for what it changes and what it gains). Returns True when applied, False
     where there is no glibc (macOS, Windows, musl): nothing is changed there."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    try:  # the symbols already loaded into the process (libc's among them); no search
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):  # no mallopt (macOS, musl) or no CDLL(None)
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
