@@ -276,7 +276,10 @@ class Pipeline:
         first = outs[0]
         joined = aligned_empty((images.shape[0],) + tuple(first.shape[1:]), first.dtype)
         np.concatenate([np.asarray(outs[sl.start]) for sl in slices], out=joined)
-        return jax.device_put(joined, may_alias=True)
+        try:
+            return jax.device_put(joined, may_alias=True)
+        except TypeError:  # a jax older than device_put's may_alias: one more copy
+            return jnp.asarray(joined)
 
     def _run(self, images, key, indices, true_hw, *, layout):
         self.trace_count += 1  # runs only while tracing: counts compilations
