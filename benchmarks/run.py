@@ -36,24 +36,17 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(fn, repeats: int, warmup: int = 1):
-    """Median wall seconds of ``fn()`` and the cores it kept busy (CPU time / wall time)."""
-    for _ in range(warmup):
-        fn()
-    times, cpu0, wall0 = [], cpu_seconds(), time.perf_counter()
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    busy = (cpu_seconds() - cpu0) / max(time.perf_counter() - wall0, 1e-9)
-    return statistics.median(times), busy
+def measure(fn, repeats: int):
+    """Median wall seconds of ``fn()`` and the cores it kept busy (CPU time / wall time),
+    after a warm-up call."""
+    return measure_round_robin([fn], repeats)[0]
 
 
 def measure_round_robin(fns, repeats: int):
     """``[(median wall seconds, cores busy)]`` for each of ``fns``, timed in turns (one call
     of each per round, after a warm-up call of each), so that a change in the machine's
     load during the group hits every implementation alike: on this shared 2-core machine
-    OpenCV's 5-tap blur measured 8.8-15.6 ms in back-to-back runs of whole groups."""
+    OpenCV's 5-tap blur measured 8.8-17.5 ms in back-to-back runs of whole groups."""
     for fn in fns:
         fn()
     walls = [[] for _ in fns]
@@ -87,7 +80,9 @@ def versions() -> dict:
 # --------------------------------------------------------------------------- filters
 
 
-def filter_benchmarks(repeats: int):
+def filter_benchmarks(repeats: int, *, title_prefix: str = ""):
+    """The filter groups; with ``title_prefix`` (the ``reuse_host_memory()`` process) their
+    titles carry it and only imgproc and OpenCV are timed."""
     import cv2
     import dm_pix
     import jax
@@ -122,7 +117,7 @@ def filter_benchmarks(repeats: int):
         ]
         if size <= 5 or repeats > 3:
             cases.append(("seed chapter NumPy convolve2d", lambda: chapter(img, g2)))
-        rows += run_group(title, cases, repeats, baseline="OpenCV cv2.GaussianBlur")
+        rows += run_group(title, cases, repeats, baseline="OpenCV cv2.GaussianBlur", title_prefix=title_prefix)
 
     box_fn = jax.jit(lambda x: imgproc.box_blur(x, 5))
     rows += run_group(
@@ -136,6 +131,7 @@ def filter_benchmarks(repeats: int):
         ],
         repeats,
         baseline="OpenCV cv2.blur",
+        title_prefix=title_prefix,
     )
 
     denoise = imgproc.presets.denoise()
@@ -152,6 +148,7 @@ def filter_benchmarks(repeats: int):
         ],
         repeats,
         baseline="OpenCV GaussianBlur + filter2D",
+        title_prefix=title_prefix,
     )
 
     batch = rng.random((128, 224, 224, 3), dtype=np.float32)
@@ -168,16 +165,14 @@ def filter_benchmarks(repeats: int):
         ],
         repeats,
         baseline="OpenCV cv2.GaussianBlur, loop",
+        title_prefix=title_prefix,
     )
     return rows
 
 
-_TITLE_PREFIX = [""]
-
-
-def run_group(title, cases, repeats, baseline):
-    title = _TITLE_PREFIX[0] + title
-    if _TITLE_PREFIX[0]:  # the reuse_host_memory() run: imgproc and the baseline only
+def run_group(title, cases, repeats, baseline, *, title_prefix=""):
+    title = title_prefix + title
+    if title_prefix:  # the reuse_host_memory() run: imgproc and the baseline only
         cases = [(n, f) for n, f in cases if n.startswith(("imgproc", "OpenCV"))]
     print(f"\n{title}")
     results = [{"group": title, "name": name, "ms": median * 1e3, "cores": busy}
@@ -357,8 +352,8 @@ def main():
         import imgproc
 
         imgproc.reuse_host_memory()  # before any large allocation (imgproc.host_memory)
-        _TITLE_PREFIX[0] = REUSE_PREFIX
-        Path(args.reuse_host_memory_json).write_text(json.dumps(filter_benchmarks(repeats)))
+        rows = filter_benchmarks(repeats, title_prefix=REUSE_PREFIX)
+        Path(args.reuse_host_memory_json).write_text(json.dumps(rows))
         return
     rows = []
     if "filters" in only:

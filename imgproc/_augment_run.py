@@ -44,18 +44,23 @@ def _is_fused(stages, run) -> bool:
     return chosen == {"map"} or (not chosen and default_strategy() == "map")
 
 
+def _random_run(stages, first):
+    """The maximal run of consecutive random stages starting at ``stages[first]``."""
+    end = first
+    while end < len(stages) and stages[end].info.random:
+        end += 1
+    return range(first, end)
+
+
 def random_runs(stages):
     """The maximal runs of consecutive random stages, as ranges of stage indices."""
     runs, s = [], 0
     while s < len(stages):
-        if not stages[s].info.random:
+        if stages[s].info.random:
+            runs.append(_random_run(stages, s))
+            s = runs[-1].stop
+        else:
             s += 1
-            continue
-        end = s
-        while end < len(stages) and stages[end].info.random:
-            end += 1
-        runs.append(range(s, end))
-        s = end
     return runs
 
 
@@ -70,10 +75,8 @@ def run_random(stages, first, key, indices, x, *, layout):
     the per-image layout). ``x`` is float32, or the input itself when ``first == 0``.
     Returns ``(x, next_stage_index)``; ``x`` has the output dtype when the run ended the
     pipeline fused, else float32."""
-    end = first
-    while end < len(stages) and stages[end].info.random:
-        end += 1
-    run = range(first, end)
+    run = _random_run(stages, first)
+    end = run.stop
     if _is_fused(stages, run):
         # x may still be the input dtype (first stage: the cast happens per image, in cache)
         # and the last run writes the output dtype per image (rounded and saturated once,

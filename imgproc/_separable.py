@@ -194,7 +194,6 @@ def feeds_next_stage_set() -> bool:
     return _feeds_next_stage.get()
 
 
-
 # Traced first kernels of at most this many taps write the column-extended buffer;
 # concrete ones always do (see correlate_separable).
 EXTEND_MAX_TAPS = 9
@@ -385,7 +384,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     ext = [(0, 0), (0, 0), (before, after)] + [(0, 0)] * (x.ndim - 3)
     return _assemble(_shifted_sum(y, t2, tuple(shape), (2,)), ext,
                      [(band(0, before), at(0)), (band(W - after, after), at(W - after))],
-                     in_place=_feeds_next_stage.get())
+                     in_place=feeds_next_stage_set())
 
 
 def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
@@ -438,5 +437,4 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
     if er:
         bands.append((block(bt, in_h, W - er, er, False, True), at(bt, W - er)))
     return _assemble(interior, [(0, 0), (bt, et), (bl, er)] + [(0, 0)] * (x.ndim - 3), bands,
-                     in_place=_feeds_next_stage.get())
-
+                     in_place=feeds_next_stage_set())
