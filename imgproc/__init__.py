@@ -1,7 +1,7 @@
 """imgproc: image-processing pipelines on JAX.
 
 Filters match scipy.ndimage (float64 reference) to float32 precision; pipelines run as one
-compiled XLA program on CPU, GPU or TPU. See the README for the tour.
+compiled XLA program on CPU, GPU or TPU. See the README for the tour and the layout.
 
 Example:
     >>> import numpy as np, imgproc
@@ -13,15 +13,14 @@ Example:
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from imgproc import kernels, presets
-from imgproc._arrays import DTYPES, LAYOUTS
-from imgproc._boundary import MODES
-from imgproc._convolution import METHODS, convolve, correlate
-from imgproc._filters import RADII as _RADII
+from imgproc import kernels
+from imgproc._convolution import convolve, correlate
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
 from imgproc._io import load_image, save_image
-from imgproc._pipeline import Pipeline, register_op, registered_ops
-from imgproc import augment  # registers the augmentation ops as pipeline stages
+from imgproc._pipeline import Pipeline
+from imgproc._stages import LoweringHints, register_op, registered_ops
+from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
+from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
 from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
 from imgproc.metrics import psnr
@@ -32,21 +31,6 @@ try:
 except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0+unknown"
 
-
-def _kernel_option(opts):
-    if "kernel" in opts:
-        import numpy as _np
-
-        opts = {**opts, "kernel": _np.asarray(opts["kernel"], _np.float32)}
-    return opts
-
-
-for _fn in (box_blur, gaussian_blur, sharpen, unsharp_mask, emboss, edges):
-    register_op(_fn.__name__, _fn, radius=_RADII[_fn.__name__])
-register_op("correlate", correlate, parse=_kernel_option, radius=_RADII["correlate"])
-register_op("convolve", convolve, parse=_kernel_option, radius=_RADII["convolve"])
-del _fn
-
 __all__ = [
     "DTYPES",
     "LAYOUTS",
@@ -55,6 +39,7 @@ __all__ = [
     "ImgprocError",
     "InputError",
     "InvalidImageError",
+    "LoweringHints",
     "OutputError",
     "Pipeline",
     "WriteError",

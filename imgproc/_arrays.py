@@ -26,40 +26,12 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
-_NDIM = {"HW": 2, "HWC": 3, "CHW": 3, "NHWC": 4, "NCHW": 4}
-_INFER = {2: "HW", 3: "HWC", 4: "NHWC"}
-DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32")
+from imgproc._validate import DTYPES, LAYOUTS, check_dtype, check_layout
 
-
-def check_layout(layout, ndim: int) -> str:
-    """Resolve ``layout`` for an array of ``ndim`` dimensions or raise ``ValueError``."""
-    if layout is None:
-        if ndim not in _INFER:
-            raise ValueError(
-                f"image must have 2 (HW), 3 (HWC) or 4 (NHWC) dimensions; got ndim={ndim}"
-            )
-        return _INFER[ndim]
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
-    if _NDIM[layout] != ndim:
-        raise ValueError(f"layout {layout!r} needs a {_NDIM[layout]}-D array; got ndim={ndim}")
-    return layout
-
-
-def layout_ndim(layout) -> int:
-    """Number of dimensions of an array in ``layout`` (raises for an unknown layout)."""
-    if layout not in _NDIM:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
-    return _NDIM[layout]
-
-
-def check_dtype(dtype) -> np.dtype:
-    """Return the dtype or raise ``ValueError`` naming the supported ones."""
-    dt = jnp.dtype(dtype)
-    if dt.name not in DTYPES:
-        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)}; got {dt.name}")
-    return dt
+__all__ = [
+    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc",
+    "spatial_axes", "to_bhwc", "to_compute", "to_output",
+]
 
 
 def to_bhwc(x, layout: str):
@@ -107,3 +79,9 @@ def to_output(y, dtype):
         info = jnp.iinfo(dt)
         return jnp.clip(jnp.round(y), info.min, info.max).astype(dt)
     return y.astype(dt)
+
+
+def dtype_max(dtype) -> float:
+    """White for ``dtype``: ``iinfo.max`` for integers, 1.0 for floats."""
+    dt = jnp.dtype(dtype)
+    return float(jnp.iinfo(dt).max) if jnp.issubdtype(dt, jnp.integer) else 1.0

@@ -22,15 +22,9 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+from imgproc._validate import MODES, check_mode
 
-
-def check_mode(mode: str) -> str:
-    """Return ``mode`` or raise ``ValueError`` naming the allowed modes."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    return mode
-
+__all__ = ["MODES", "check_mode", "index_map", "pad_2d", "pad_axis", "source_index"]
 
 def source_index(i, n, mode: str, xp=np):
     """scipy.ndimage's source index for position ``i`` (any integers, also outside

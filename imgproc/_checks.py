@@ -1,10 +1,9 @@
-"""Numerical-safety checks for the Python API (to be called by Pipeline.__call__ and the
-filters before tracing; see the wiring described in docs/cli.md).
+"""The image argument of every public op: checked, and handed to JAX without a copy.
 
 Policy: float input must be finite (NaN or infinity is a ValueError naming the first bad
 position) and within ``±max_abs`` (default 1e6: far outside any image range, a sign of
-wrong units); integer input is always in range. A batch whose float32 working set would
-exceed ``max_bytes`` is processed in chunks along the batch axis.
+wrong units); integer input is always in range. Host (NumPy) data only: arrays already on
+a device are not inspected, so dispatch stays asynchronous.
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
 
-__all__ = ["check_image", "check_finite", "run_in_chunks", "chunk_size"]
+__all__ = ["aligned_empty", "check_finite", "check_image", "host_aligned"]
 
 DEFAULT_MAX_ABS = 1e6
-DEFAULT_MAX_BYTES = 1 << 30
 
 
 def check_image(image, layout):
@@ -80,25 +78,3 @@ def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image"
     if peak > max_abs:
         raise ValueError(f"{name} has values up to {peak:g}, beyond the allowed ±{max_abs:g}; "
                          "images are expected in [0, 1], [0, 255] or [0, 65535]")
-
-
-def chunk_size(shape, *, max_bytes: int = DEFAULT_MAX_BYTES, copies: int = 4) -> int:
-    """Images per chunk so that ``copies`` float32 copies of a chunk fit in ``max_bytes``."""
-    per_image = int(np.prod(shape[1:])) * 4 * copies
-    return max(1, max_bytes // max(per_image, 1))
-
-
-def run_in_chunks(fn, batch, *, max_bytes: int = DEFAULT_MAX_BYTES, **kwargs):
-    """``fn(batch[i:j], indices=arange(i, j), **kwargs)`` over chunks, concatenated. With
-    ``indices`` passed through, random pipelines give the same result as one call."""
-    batch = np.asarray(batch)
-    n = chunk_size(batch.shape, max_bytes=max_bytes)
-    if batch.shape[0] <= n:
-        return fn(batch, **kwargs)
-    base = kwargs.pop("indices", None)
-    base = np.arange(batch.shape[0]) if base is None else np.asarray(base)
-    parts = []
-    for i in range(0, batch.shape[0], n):
-        extra = {"indices": base[i:i + n]} if kwargs.get("key") is not None else {}
-        parts.append(np.asarray(fn(batch[i:i + n], **kwargs, **extra)))
-    return np.concatenate(parts)

@@ -27,10 +27,6 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -43,30 +39,19 @@ from imgproc._arrays import (
     to_compute,
     to_output,
 )
-from imgproc._boundary import check_mode, pad_axis
+from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
-from imgproc._separable import (
-    correlate_direct,
-    correlate_separable as _correlate_passes,
-    feeds_next_stage,
-    feeds_next_stage_set,
-)
-
-METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
+from imgproc._separable import correlate_direct, correlate_separable as _correlate_passes
+from imgproc._stages import NO_HINTS
+from imgproc._validate import METHODS, check_method, check_mode, is_traced
 # "auto" on CPU: separable passes for rank-1 kernels; a rank-2 kernel (sharpen) as two
 # separable terms measured slower than one direct 2-D pass (benchmarks/NOTES.md).
 MAX_SEPARABLE_TERMS = 1
 _HIGHEST = lax.Precision.HIGHEST
 
 
-def check_method(method: str) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    return method
-
-
 def is_concrete(value) -> bool:
-    return not isinstance(value, jax.core.Tracer)
+    return not is_traced(value)
 
 
 def odd_kernel(kernel, *, flip: bool = False):
@@ -96,8 +81,8 @@ def _extend(x, ry: int, rx: int, mode: str, cval):
     return pad_axis(x, rx, rx, 2, mode, cval)
 
 
-def _direct(x, k, mode, cval):
-    return correlate_direct(x, k, mode=mode, cval=cval)
+def _direct(x, k, mode, cval, in_place):
+    return correlate_direct(x, k, mode=mode, cval=cval, in_place=in_place)
 
 
 def _conv(x, k, mode, cval):
@@ -126,48 +111,48 @@ def _convolve2d(x, k, mode, cval):
     return jnp.moveaxis(conv(planes).reshape(b, c, h, w), 1, 3)
 
 
-def _separable(x, terms, mode, cval):
+def _separable(x, terms, mode, cval, in_place):
     out = None
     for col, row in terms:
         # outside the image, the vertical pass of a constant cval is cval * sum(col)
         y = _correlate_passes(x, col, row, mode=mode, cval=cval,
-                              cval_after=cval * jnp.sum(jnp.asarray(col)))
+                              cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
         out = y if out is None else out + y
     return out
 
 
-def run_lowering(x, plan, mode, cval):
+def run_lowering(x, plan, mode, cval, *, in_place=False):
     """Apply a planned correlation (see :func:`plan_lowering`) to the internal float
-    ``(B, H, W, C)`` array ``x``. Called inside traced code."""
+    ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
+    feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
     method, kernel, terms = plan
     if method == "separable":
-        return _separable(x, terms, mode, cval)
+        return _separable(x, terms, mode, cval, in_place)
     if method == "direct":
-        return _direct(x, kernel, mode, cval)
+        return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
         return _conv(x, kernel, mode, cval)
     return _convolve2d(x, kernel, mode, cval)
 
 
-def _stage_fn(image, traced, *, body, layout, static, feeds_next):
+def _stage_fn(image, traced, *, body, layout, static, in_place):
     x = to_bhwc(to_compute(image), layout)
-    with feeds_next_stage() if feeds_next else contextlib.nullcontext():
-        y = body(x, **traced, **dict(static))
+    y = body(x, **traced, **dict(static), in_place=in_place)
     return to_output(from_bhwc(y, image.shape), image.dtype)
 
 
-_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "feeds_next"))
+_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "in_place"))
 
 
-def apply_stage(body, image, layout, traced=None, **static):
+def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     """Run ``body(x, **traced, **static)`` as one compiled stage on ``image``.
 
     ``body`` is a module-level function of the internal float ``(B, H, W, C)`` array;
     ``traced`` holds its array arguments (changing their values does not recompile);
     ``static`` its hashable options (kernel sizes, modes, lowerings). The stage converts
-    the image to float32 and back to its dtype (rounded and saturated once). Whether it
-    runs under :func:`imgproc._separable.feeds_next_stage` is part of the compiled
-    stage's key, like the options.
+    the image to float32 and back to its dtype (rounded and saturated once).
+    ``hints.feeds_next`` (:class:`imgproc._stages.LoweringHints`) reaches the body as its
+    static ``in_place`` argument, part of the compiled stage's key like the options.
 
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
@@ -177,37 +162,25 @@ def apply_stage(body, image, layout, traced=None, **static):
     """
     run = _stage_fn if isinstance(image, jax.core.Tracer) else _stage
     return run(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
-               feeds_next=feeds_next_stage_set())
+               in_place=(hints or NO_HINTS).feeds_next)
 
 
-def correlate_body(x, kernel, terms, cval, *, mode, method):
-    return run_lowering(x, (method, kernel, terms), mode, cval)
+def correlate_body(x, kernel, terms, cval, *, mode, method, in_place):
+    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
 
 
 # Kernels of at most this many taps use "convolve2d" when traced inside a per-image loop
 # on CPU (see auto_method).
 LOOP_CONVOLVE2D_MAX_TAPS = 25
-_in_image_loop = contextvars.ContextVar("imgproc_in_image_loop", default=False)
 
 
-@contextlib.contextmanager
-def image_loop():
-    """Mark the ops traced inside as running one image at a time in a loop (the body of
-    a ``lax.map`` over a batch); ``method="auto"`` then takes it into account."""
-    token = _in_image_loop.set(True)
-    try:
-        yield
-    finally:
-        _in_image_loop.reset(token)
-
-
-def auto_method(n_terms, backend=None, *, taps=None, in_loop=None) -> str:
+def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     """The lowering ``method="auto"`` picks on ``backend`` (default: the current one) for a
     kernel with ``n_terms`` separable terms (``None`` when unknown, e.g. a traced kernel)
     and ``taps`` weights:
 
-    * on CPU, inside a per-image loop (``in_loop``, default: traced under
-      :func:`image_loop`), kernels of at most 25 taps run as ``"convolve2d"``: there XLA
+    * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
+      of a stage traced in a ``lax.map`` over images), kernels of at most 25 taps run as ``"convolve2d"``: there XLA
       lowers the per-plane convolution to its convolution library, 2.6x faster than
       shifted sums for the 5x5 sharpen on 224x224x3 images and on a par for the 5x5
       Gaussian (stand-alone it is 10x slower, so only there);
@@ -216,7 +189,6 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=None) -> str:
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     cpu = (backend or jax.default_backend()) == "cpu"
-    in_loop = _in_image_loop.get() if in_loop is None else in_loop
     if cpu and in_loop and taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
         return "convolve2d"
     if n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS:
@@ -224,7 +196,7 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=None) -> str:
     return "direct" if cpu else "conv"
 
 
-def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto"):
+def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Correlate each channel of ``image`` with a 2-D ``kernel``.
 
     Matches ``scipy.ndimage.correlate(image[..., c], kernel, mode=mode, cval=cval)`` for each
@@ -242,6 +214,8 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
             ``"NHWC"``, ``"NCHW"``.
         method: lowering, ``"auto"``, ``"separable"``, ``"direct"``, ``"conv"``,
             ``"convolve2d"`` (see :mod:`imgproc._convolution`).
+        hints: where the call is traced (:class:`imgproc.LoweringHints`; a pipeline
+            passes them): changes how XLA computes the result, never the numbers.
 
     Returns:
         A JAX array of the image's shape and dtype (integers rounded and saturated).
@@ -252,10 +226,10 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
         >>> np.asarray(imgproc.correlate(x, np.ones((1, 3)), mode="nearest"))[0].round(4)
         array([1., 3., 6., 8.], dtype=float32)
     """
-    return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method)
+    return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method, hints=hints)
 
 
-def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto"):
+def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Convolve each channel of ``image`` with a 2-D ``kernel``: the kernel flipped, then
     :func:`correlate`. Matches ``scipy.ndimage.convolve`` per channel (``origin=0``).
     Arguments as for :func:`correlate`.
@@ -269,22 +243,23 @@ def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="au
         >>> np.asarray(imgproc.correlate(x, k, mode="constant"))[1]  # correlation mirrors it
         array([3., 2., 1.], dtype=float32)
     """
-    return _filter(image, odd_kernel(kernel, flip=True), mode=mode, cval=cval, layout=layout, method=method)
+    return _filter(image, odd_kernel(kernel, flip=True), mode=mode, cval=cval, layout=layout, method=method, hints=hints)
 
 
-def plan_lowering(kernel, *, terms=None, method="auto"):
+def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
     """Choose the lowering for a correlation, eagerly (before tracing).
 
     ``kernel``: odd-sided 2-D weights (see :func:`odd_kernel`) or ``None`` when ``terms`` (a
     list of ``(col, row)`` odd-length 1-D weights, possibly traced) describes it. Returns the
     plan ``(method, kernel, terms)`` that :func:`run_lowering` takes; ``method`` is static.
+    ``hints.in_loop`` (:class:`imgproc._stages.LoweringHints`) reaches :func:`auto_method`.
     """
     check_method(method)
     if terms is None and is_concrete(kernel):
         terms = _kernels.factor(kernel)  # exact: as many terms as the kernel's rank
     if method == "auto":
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
-        method = auto_method(None if terms is None else len(terms), taps=int(taps))
+        method = auto_method(None if terms is None else len(terms), taps=int(taps), in_loop=(hints or NO_HINTS).in_loop)
     if method == "separable" and terms is None:
         raise ValueError(
             "method='separable' needs a concrete kernel (or its separable terms) to factor; "
@@ -297,27 +272,20 @@ def plan_lowering(kernel, *, terms=None, method="auto"):
     return method, kernel, ()
 
 
-def apply_plan(image, plan, *, mode, cval, layout):
+def apply_plan(image, plan, *, mode, cval, layout, hints=None):
     """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
     image, layout = check_image(image, layout)
     check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}
-    return apply_stage(correlate_body, image, layout, traced, mode=mode, method=method)
+    return apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)
 
 
-def _filter(image, kernel, *, mode, cval, layout, method, terms=None):
+def _filter(image, kernel, *, mode, cval, layout, method, hints, terms=None):
     """Shared entry of correlate/convolve: plan eagerly, then :func:`apply_plan`."""
-    plan = plan_lowering(kernel, terms=terms, method=method)
-    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
+    plan = plan_lowering(kernel, terms=terms, method=method, hints=hints)
+    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
 def _outer_sum(terms):
     return sum(jnp.outer(jnp.asarray(c), jnp.asarray(r)) for c, r in terms)
-
-
-def correlate_separable(image, terms, *, mode="reflect", cval=0.0, layout=None, method="auto"):
-    """Correlate with the kernel ``sum(outer(col, row) for col, row in terms)`` given by its
-    separable terms (odd-length 1-D weights, traced values allowed). Used by filters whose
-    weights depend on traced parameters (a Gaussian with a traced sigma)."""
-    return _filter(image, None, terms=list(terms), mode=mode, cval=cval, layout=layout, method=method)

@@ -13,47 +13,28 @@ import numpy as np
 import jax.numpy as jnp
 
 from imgproc import kernels as _kernels
-from imgproc._boundary import check_mode
 from imgproc._checks import check_image
 from imgproc._convolution import (
     apply_plan,
     apply_stage,
+    convolve,
+    correlate,
     is_concrete,
     plan_lowering,
     run_lowering,
 )
+from imgproc._random import run_random_op, uniform
+from imgproc._stages import OpInfo, register_ops
+from imgproc._validate import check_mode, check_number, check_odd, check_range, is_traced
 
-__all__ = ["box_blur", "gaussian_blur", "sharpen", "unsharp_mask", "emboss", "edges"]
-
-
-def _check_number(name, value, *, minimum=None, allow_equal=True):
-    """Validate a concrete numeric option (traced values pass through unchecked)."""
-    if not is_concrete(value):
-        return value
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number; got {value!r}") from None
-    bad = not np.isfinite(v)
-    if minimum is not None:
-        bad = bad or (v < minimum if allow_equal else v <= minimum)
-    if bad:
-        bound = "" if minimum is None else f" {'>=' if allow_equal else '>'} {minimum:g}"
-        raise ValueError(f"{name} must be a finite number{bound}; got {value!r}")
-    return value
-
-
-def _check_odd(name, size):
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or size % 2 == 0:
-        raise ValueError(f"{name} must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
-    return int(size)
+__all__ = ["box_blur", "edges", "emboss", "gaussian_blur", "random_gaussian_blur", "random_sharpen", "sharpen", "unsharp_mask"]
 
 
 def gaussian_radius(sigma, size, truncate) -> int:
     """Static radius of a Gaussian: from ``size`` if given, else scipy's rule
     ``int(truncate * sigma + 0.5)``, which needs a concrete sigma."""
     if size is not None:
-        return _check_odd("size", size) // 2
+        return check_odd("size", size) // 2
     if not is_concrete(sigma):
         raise ValueError("size must be given when sigma is traced (the kernel size is static)")
     return _kernels.gaussian_radius(float(sigma), truncate)
@@ -77,11 +58,11 @@ def gaussian_weights(sigma, radius: int):
     return w / jnp.sum(w)
 
 
-def _plan_gaussian(sigma, size, truncate, method):
-    _check_number("sigma", sigma, minimum=0)
+def _plan_gaussian(sigma, size, truncate, method, hints):
+    check_number("sigma", sigma, low=0)
     radius = gaussian_radius(sigma, size, truncate)
     w = gaussian_weights(sigma, radius)
-    return plan_lowering(None, terms=[(w, w)], method=method)
+    return plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
 
 
 def _prepare(image, layout, mode):
@@ -90,7 +71,7 @@ def _prepare(image, layout, mode):
     return image, layout
 
 
-def box_blur(image, size=3, *, mode="reflect", cval=0.0, layout=None, method="auto"):
+def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Mean over a ``size``×``size`` window (odd ``size``), per channel.
 
     Matches ``scipy.ndimage.uniform_filter(x, size, mode=mode, cval=cval)`` over the spatial
@@ -100,20 +81,21 @@ def box_blur(image, size=3, *, mode="reflect", cval=0.0, layout=None, method="au
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
             bfloat16 or float32.
         size: odd window side (static).
-        mode, cval, layout, method: as for :func:`imgproc.correlate`.
+        mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
     Example:
         >>> import numpy as np, imgproc
         >>> float(imgproc.box_blur(np.ones((4, 4), np.float32), 3).mean())
         1.0
     """
-    size = _check_odd("size", size)
+    size = check_odd("size", size)
     w = np.full(size, 1.0 / size, np.float32)
-    plan = plan_lowering(None, terms=[(w, w)], method=method)
-    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
+    plan = plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
+    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
-def gaussian_blur(image, sigma=1.0, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None, method="auto"):
+def gaussian_blur(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None, method="auto",
+                  hints=None):
     """Gaussian blur of each channel.
 
     Matches ``scipy.ndimage.gaussian_filter(x, sigma, mode=mode, cval=cval,
@@ -128,7 +110,7 @@ def gaussian_blur(image, sigma=1.0, *, size=None, truncate=4.0, mode="reflect", 
         sigma: standard deviation in pixels, >= 0.
         size: odd kernel side, or None for scipy's rule.
         truncate: radius in standard deviations when ``size`` is None.
-        mode, cval, layout, method: as for :func:`imgproc.correlate`.
+        mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
     Example:
         >>> import numpy as np, imgproc
@@ -136,8 +118,8 @@ def gaussian_blur(image, sigma=1.0, *, size=None, truncate=4.0, mode="reflect", 
         >>> round(float(imgproc.gaussian_blur(x, 1.0)[4, 4]), 4)  # 1 / (2 pi) for sigma 1
         0.1592
     """
-    plan = _plan_gaussian(sigma, size, truncate, method)
-    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
+    plan = _plan_gaussian(sigma, size, truncate, method, hints)
+    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
 def _sharpen_kernel(size, center):
@@ -149,7 +131,7 @@ def _sharpen_kernel(size, center):
     return (delta * (c + 1.0) - 1.0) / (c - (n - 1))
 
 
-def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None, method="auto"):
+def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sharpen with :func:`imgproc.kernels.sharpen`: ``-1`` around ``center``, divided by the
     sum (default ``center = 2 * size²``: the seed chapter's 5×5 matrix). The mean is kept.
 
@@ -160,29 +142,30 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
         >>> round(float(imgproc.sharpen(np.full((6, 6), 0.5, np.float32)).max()), 5)
         0.5
     """
-    size = _check_odd("size", size)
+    size = check_odd("size", size)
     if center is None:
         center = 2.0 * size * size
-    _check_number("center", center, minimum=size * size - 1, allow_equal=False)
-    plan = plan_lowering(_sharpen_kernel(size, center), method=method)
-    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
+    check_number("center", center, low=size * size - 1, low_open=True)
+    plan = plan_lowering(_sharpen_kernel(size, center), method=method, hints=hints)
+    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
-def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto"):
+def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Emboss with :func:`imgproc.kernels.emboss` (3×3, sums to 1: flat areas kept).
 
     Matches ``scipy.ndimage.correlate(x[..., c], kernels.emboss())`` per channel.
     """
-    plan = plan_lowering(_kernels.emboss(), method=method)
-    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout)
+    plan = plan_lowering(_kernels.emboss(), method=method, hints=hints)
+    return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
-def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method):
-    blurred = run_lowering(x, (method, kernel, terms), mode, cval)
+def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place):
+    blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
     return x + amount * (x - blurred)
 
 
-def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None, method="auto"):
+def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None,
+                 method="auto", hints=None):
     """Unsharp masking: ``x + amount * (x - gaussian_blur(x, sigma))``, computed in float32
     and cast once (no clipping for floats; integers saturate).
 
@@ -190,25 +173,25 @@ def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode=
     preserve_range=True)``, with our boundary ``mode`` for the blur. ``amount=0`` or
     ``sigma=0`` is the identity.
     """
-    _check_number("amount", amount)
+    check_number("amount", amount)
     image, layout = _prepare(image, layout, mode)
-    method, kernel, terms = _plan_gaussian(sigma, size, truncate, method)
+    method, kernel, terms = _plan_gaussian(sigma, size, truncate, method, hints)
     traced = {
         "kernel": kernel,
         "terms": terms,
         "cval": jnp.asarray(cval, jnp.float32),
         "amount": jnp.asarray(amount, jnp.float32),
     }
-    return apply_stage(_unsharp_body, image, layout, traced, mode=mode, method=method)
+    return apply_stage(_unsharp_body, image, layout, traced, hints=hints, mode=mode, method=method)
 
 
-def _edges_body(x, plans, cval, *, mode, methods):
-    gy = run_lowering(x, (methods[0], *plans[0]), mode, cval)
-    gx = run_lowering(x, (methods[1], *plans[1]), mode, cval)
+def _edges_body(x, plans, cval, *, mode, methods, in_place):
+    gy = run_lowering(x, (methods[0], *plans[0]), mode, cval, in_place=in_place)
+    gx = run_lowering(x, (methods[1], *plans[1]), mode, cval, in_place=in_place)
     return jnp.sqrt(gy * gy + gx * gx)
 
 
-def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto"):
+def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sobel gradient magnitude per channel: ``hypot(sobel_y, sobel_x)``.
 
     Matches ``np.hypot(scipy.ndimage.sobel(x, 0, mode=mode), scipy.ndimage.sobel(x, 1,
@@ -218,9 +201,57 @@ def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto"):
     saturates at 255.
     """
     image, layout = _prepare(image, layout, mode)
-    plans = [plan_lowering(_kernels.sobel(a), method=method) for a in (0, 1)]
+    plans = [plan_lowering(_kernels.sobel(a), method=method, hints=hints) for a in (0, 1)]
     traced = {"plans": [(k, t) for _, k, t in plans], "cval": jnp.asarray(cval, jnp.float32)}
-    return apply_stage(_edges_body, image, layout, traced, mode=mode, methods=tuple(m for m, _, _ in plans))
+    return apply_stage(_edges_body, image, layout, traced, hints=hints, mode=mode, methods=tuple(m for m, _, _ in plans))
+
+
+# --------------------------------------------------------------------------- random twins
+
+
+def _blur_size(sigma_range, size):
+    """The static kernel side of :func:`random_gaussian_blur`."""
+    if size is not None:
+        return size
+    if is_traced(sigma_range):
+        raise ValueError("size must be given when sigma_range is traced (the kernel size is static)")
+    return 2 * int(4.0 * float(sigma_range[1]) + 0.5) + 1
+
+
+def _blur_params(key, shape, *, layout, sigma_range=(0.1, 2.0)):
+    check_range("sigma_range", sigma_range, low=0)
+    return {"sigma": uniform(key, sigma_range[0], sigma_range[1])}
+
+
+def _apply_blur(image, params, *, layout, sigma_range=(0.1, 2.0), size=None, mode="reflect", hints=None):
+    return gaussian_blur(image, params["sigma"], size=_blur_size(sigma_range, size), mode=mode, layout=layout, hints=hints)
+
+
+def random_gaussian_blur(key, image, *, sigma_range=(0.1, 2.0), size=None, mode="reflect", layout=None, hints=None):
+    """:func:`gaussian_blur` with ``sigma ~ U(sigma_range)``. The kernel side is static:
+    ``size`` or, by default, scipy's rule for the largest sigma (``2 * int(4 * hi + 0.5) + 1``).
+    ``sigma`` is traced: a new draw (or a new ``sigma_range``) never recompiles.
+    Parameters: ``{"sigma"}``."""
+    _blur_size(sigma_range, size)
+    return run_random_op(_blur_params, _apply_blur, key, image, layout=layout, sigma_range=sigma_range, size=size,
+                         mode=mode, hints=hints)
+
+
+def _sharpen_params(key, shape, *, layout, center_range=(40.0, 100.0), size=5):
+    check_range("center_range", center_range, low=size * size - 1 + 1e-3)
+    return {"center": uniform(key, center_range[0], center_range[1])}
+
+
+def _apply_sharpen(image, params, *, layout, size=5, mode="reflect", hints=None):
+    return sharpen(image, center=params["center"], size=size, mode=mode, layout=layout, hints=hints)
+
+
+def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="reflect", layout=None, hints=None):
+    """:func:`sharpen` with the kernel's centre weight ``~ U(center_range)`` (smaller
+    is stronger; must stay above ``size**2 - 1``; the seed chapter's 5x5 kernel has 50).
+    Parameters: ``{"center"}``."""
+    return run_random_op(_sharpen_params, _apply_sharpen, key, image, layout=layout, center_range=center_range,
+                         size=size, mode=mode, hints=hints)
 
 
 def _gaussian_reach(options) -> int:
@@ -231,17 +262,25 @@ def _gaussian_reach(options) -> int:
 
 
 def _kernel_reach(options) -> int:
-    return max(np.shape(options["kernel"])) // 2 if "kernel" in options else 0
+    return max(np.shape(options["kernel"])) // 2
 
 
-# How far each filter reaches, for the size buckets of imgproc.Pipeline.
-RADII = {
-    "box_blur": lambda o: int(o.get("size", 3)) // 2,
-    "gaussian_blur": _gaussian_reach,
-    "sharpen": lambda o: int(o.get("size", 5)) // 2,
-    "unsharp_mask": _gaussian_reach,
-    "emboss": lambda o: 1,
-    "edges": lambda o: 1,
-    "correlate": _kernel_reach,
-    "convolve": _kernel_reach,
-}
+def _kernel_option(options):
+    """A spec's kernel (nested lists) as a float32 array."""
+    return {**options, "kernel": np.asarray(options["kernel"], np.float32)}
+
+
+# The filter family as pipeline stages; ``radius`` is how far each reaches (size buckets).
+OPS = (
+    OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach),
+    OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach),
+    OpInfo("box_blur", box_blur, radius=lambda o: int(o["size"]) // 2),
+    OpInfo("gaussian_blur", gaussian_blur, radius=_gaussian_reach),
+    OpInfo("sharpen", sharpen, radius=lambda o: int(o.get("size", 5)) // 2),
+    OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach),
+    OpInfo("emboss", emboss, radius=lambda o: 1),
+    OpInfo("edges", edges, radius=lambda o: 1),
+    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur),
+    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen),
+)
+register_ops(OPS)

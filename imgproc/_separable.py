@@ -27,16 +27,13 @@ skipped and symmetric 1-D kernels use ``w_k * (x[i-k] + x[i+k])`` (half the mult
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import numpy as np
 import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
 
-__all__ = ["correlate_direct", "correlate_separable", "feeds_next_stage", "feeds_next_stage_set"]
+__all__ = ["correlate_direct", "correlate_separable"]
 
 
 # --------------------------------------------------------------------------- weights
@@ -174,26 +171,6 @@ def _shifted_sum(xe, terms, out_shape, axes):
 
 # --------------------------------------------------------------------------- 1-D pass
 
-_feeds_next_stage = contextvars.ContextVar("imgproc_feeds_next_stage", default=False)
-
-
-@contextlib.contextmanager
-def feeds_next_stage():
-    """Mark the filters traced inside as feeding another stage of the same XLA program
-    (a pipeline's stages before the last): their border bands are then written in place
-    (see :func:`_assemble`)."""
-    token = _feeds_next_stage.set(True)
-    try:
-        yield
-    finally:
-        _feeds_next_stage.reset(token)
-
-
-def feeds_next_stage_set() -> bool:
-    """Whether the caller is traced under :func:`feeds_next_stage`."""
-    return _feeds_next_stage.get()
-
-
 # Traced first kernels of at most this many taps write the column-extended buffer;
 # concrete ones always do (see correlate_separable).
 EXTEND_MAX_TAPS = 9
@@ -274,9 +251,10 @@ def _assemble(inner, ext, bands, *, in_place: bool):
     * the first pass of a separable pair, and the last pass of a stage whose result
       feeds another stage of the same program: in place. (Selects there make XLA
       materialise each zero-extended band at full size; denoise 96 -> 77 ms.)
-    * the last pass of the program's last stage (:func:`feeds_next_stage` not set):
-      select. In place, XLA fuses the final reshape to the caller's shape into the
-      update, which then cannot reuse the buffer and copies it (5 taps: 50 -> 36 ms).
+    * the last pass of the program's last stage (the caller's ``in_place=False``:
+      :class:`imgproc._stages.LoweringHints` ``feeds_next`` not set): select. In place,
+      XLA fuses the final reshape to the caller's shape into the update, which then
+      cannot reuse the buffer and copies it (5 taps: 50 -> 36 ms).
     """
     out = jax.lax.pad(inner, jnp.zeros((), inner.dtype), [(b, a, 0) for b, a in ext])
     for band, start in bands:
@@ -307,14 +285,16 @@ def _as_planes(planes):
     return planes
 
 
-def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None):
+def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None, in_place=False):
     """Separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     ``k_rows`` is applied along ``H`` (axis 1), then ``k_cols`` along ``W`` (axis 2);
     the result equals ``scipy.ndimage.correlate1d(correlate1d(planes, k_rows, axis=1,
     mode=mode, cval=cval), k_cols, axis=2, mode=mode, cval=cval_after)`` (``origin=0``;
     ``cval_after`` defaults to ``cval``) as float32. Weights may be concrete or traced;
-    only their static length is used.
+    only their static length is used. ``in_place``: the result feeds another stage of
+    the same program, so the last pass writes its border bands in place (see
+    :func:`_assemble`); it changes how XLA computes, never the numbers.
 
     On CPU the second pass does no border work of its own: its margin columns are the
     first pass over thin column strips of the *input*, so nothing but the second pass's
@@ -384,15 +364,15 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     ext = [(0, 0), (0, 0), (before, after)] + [(0, 0)] * (x.ndim - 3)
     return _assemble(_shifted_sum(y, t2, tuple(shape), (2,)), ext,
                      [(band(0, before), at(0)), (band(W - after, after), at(W - after))],
-                     in_place=feeds_next_stage_set())
+                     in_place=in_place)
 
 
-def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
+def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=False):
     """Non-separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     Equals ``scipy.ndimage.correlate(planes[p], kernel2d, mode=mode, cval=cval)`` for
     every plane ``p`` (``origin=0``), as float32. ``kernel2d`` may be concrete or traced;
-    only its static shape is used.
+    only its static shape is used. ``in_place`` as for :func:`correlate_separable`.
     """
     check_mode(mode)
     x = _as_planes(planes)
@@ -437,4 +417,4 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0):
     if er:
         bands.append((block(bt, in_h, W - er, er, False, True), at(bt, W - er)))
     return _assemble(interior, [(0, 0), (bt, et), (bl, er)] + [(0, 0)] * (x.ndim - 3), bands,
-                     in_place=feeds_next_stage_set())
+                     in_place=in_place)

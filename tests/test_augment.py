@@ -136,9 +136,9 @@ def test_flips_and_rot90_are_involutions_and_match_numpy():
     for _ in range(4):
         y = A.rot90(y)
     np.testing.assert_array_equal(y, x)
-    np.testing.assert_array_equal(A.rot90(x, 3), np.rot90(x, 3, axes=(1, 2)))
+    np.testing.assert_array_equal(A.rot90(x, k=3), np.rot90(x, 3, axes=(1, 2)))
     nchw = np.moveaxis(x, -1, 1)
-    np.testing.assert_array_equal(A.rot90(nchw, 1, layout="NCHW"), np.rot90(nchw, 1, axes=(2, 3)))
+    np.testing.assert_array_equal(A.rot90(nchw, k=1, layout="NCHW"), np.rot90(nchw, 1, axes=(2, 3)))
 
 
 def test_random_rot90_is_one_of_four_rotations():
@@ -328,9 +328,9 @@ def test_bad_options_raise(call, match):
 
 
 def test_bad_specs_raise():
-    with pytest.raises(ValueError, match='needs "ops"'):
+    with pytest.raises(ValueError, match="random_choice needs 'ops'"):
         imgproc.Pipeline([{"op": "random_choice"}])
-    with pytest.raises(ValueError, match='needs "stage"'):
+    with pytest.raises(ValueError, match="random_apply needs 'stage'"):
         imgproc.Pipeline([{"op": "random_apply", "p": 0.5}])
     with pytest.raises(ValueError, match="weights must be 2"):
         imgproc.Pipeline([{"op": "random_choice", "ops": ["flip_up_down", "rot90"], "weights": [1]}])
@@ -395,19 +395,27 @@ SPLIT_SPEC = [
 ]
 
 
+def loop_parts(pipe, x, key, indices, layout):
+    """How many slices the pipeline runs ``x`` in (imgproc._execution.loop_parts)."""
+    from imgproc._execution import loop_parts as parts
+    from imgproc._random_runs import loops_over_images
+
+    return parts(x, loops=loops_over_images(pipe.stages), batched=layout in ("NHWC", "NCHW"), traced_args=(key, indices))
+
+
 @pytest.mark.parametrize("n", [16, 21])
 def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     # on CPU a per-image loop runs on one core, so a concrete batch is split across the
     # cores in threads; the result is the same array as one call, compiled once per slice shape
-    from imgproc import _pipeline
+    from imgproc import _execution
 
     x = batch(n, 12, 12)
-    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 1)
+    monkeypatch.setattr(_execution, "cpu_cores", lambda: 1)
     one = imgproc.Pipeline(SPLIT_SPEC)
     want = one(x, key=KEY)
-    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)
     split = imgproc.Pipeline(SPLIT_SPEC)
-    assert split._loop_parts(x, KEY, jnp.arange(n), "NHWC") == 2
+    assert loop_parts(split, x, KEY, jnp.arange(n), "NHWC") == 2
     for k in (KEY, jax.random.key(5)):
         got = split(x, key=k)
         assert isinstance(got, jax.Array) and got.dtype == np.uint8 and got.shape == x.shape
@@ -419,17 +427,17 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
 
 
 def test_batch_split_only_where_a_loop_runs(monkeypatch):
-    from imgproc import _pipeline
+    from imgproc import _execution
 
-    monkeypatch.setattr(_pipeline, "cpu_cores", lambda: 4)
+    monkeypatch.setattr(_execution, "cpu_cores", lambda: 4)
     x = batch(40, 8, 8)
     idx = jnp.arange(40)
-    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x, KEY, idx, "NHWC") == 4
-    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x[:20], KEY, idx[:20], "NHWC") == 2  # >= 8 a slice
-    assert imgproc.Pipeline(SPLIT_SPEC)._loop_parts(x[0], KEY, idx[:1], "HWC") == 1  # one image
+    assert loop_parts(imgproc.Pipeline(SPLIT_SPEC), x, KEY, idx, "NHWC") == 4
+    assert loop_parts(imgproc.Pipeline(SPLIT_SPEC), x[:20], KEY, idx[:20], "NHWC") == 2  # >= 8 a slice
+    assert loop_parts(imgproc.Pipeline(SPLIT_SPEC), x[0], KEY, idx[:1], "HWC") == 1  # one image
     select = [dict(SPLIT_SPEC[2], strategy="select")]
-    assert imgproc.Pipeline(select)._loop_parts(x, KEY, idx, "NHWC") == 1  # vectorised already
-    assert imgproc.Pipeline([{"op": "gaussian_blur"}])._loop_parts(x, None, None, "NHWC") == 1
+    assert loop_parts(imgproc.Pipeline(select), x, KEY, idx, "NHWC") == 1  # vectorised already
+    assert loop_parts(imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}]), x, None, None, "NHWC") == 1
     pipe = imgproc.Pipeline(SPLIT_SPEC)
     traced = jax.jit(lambda a, k: pipe(a, key=k))(x, KEY)  # inside a trace: one program
     np.testing.assert_array_equal(np.asarray(traced), np.asarray(pipe(x, key=KEY)))

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 import imgproc
-from imgproc._checks import check_finite, run_in_chunks
+from imgproc._checks import check_finite
+from imgproc._execution import run_in_chunks
 
 
 @pytest.mark.parametrize("bad, match", [(np.nan, "NaN or infinity"), (np.inf, "NaN or infinity"), (1e9, "beyond the allowed")])
@@ -18,7 +19,7 @@ def test_run_in_chunks_equals_one_call():
     pipe = imgproc.presets.denoise()
     batch = np.random.default_rng(0).integers(0, 256, (5, 8, 9, 3)).astype(np.uint8)
     whole = pipe(batch)
-    chunked = run_in_chunks(pipe, batch, max_bytes=8 * 9 * 3 * 4 * 4 * 2)  # two images a chunk
+    chunked = run_in_chunks(pipe._call, batch, max_bytes=8 * 9 * 3 * 4 * 4 * 2)  # two images a chunk
     np.testing.assert_array_equal(np.asarray(chunked), np.asarray(whole))
 
 

@@ -117,7 +117,7 @@ def test_denoise_improves_psnr_on_the_sample(samples):
 
 
 def test_size_buckets_compile_once_per_bucket_and_match_exactly():
-    from imgproc._pipeline import bucket_size
+    from imgproc._execution import bucket_size
 
     rng = np.random.default_rng(5)
     sizes = [(int(h), int(w)) for h, w in rng.integers(90, 124, (50, 2))]
@@ -178,18 +178,16 @@ def test_nan_and_out_of_range_host_input_is_refused():
     with pytest.raises(ValueError, match="NaN or infinity"):
         imgproc.gaussian_blur(bad, 1.0)
     with pytest.raises(ValueError, match="beyond the allowed"):
-        imgproc.box_blur(np.full((4, 4), 3e7, np.float32))
+        imgproc.box_blur(np.full((4, 4), 3e7, np.float32), 3)
 
 
 def test_large_host_batches_run_in_chunks(monkeypatch):
-    import imgproc._checks as checks
-    import imgproc._pipeline as pipeline_module
+    import imgproc._execution as execution
 
     x = np.random.default_rng(3).integers(0, 256, (7, 10, 12, 3)).astype(np.uint8)
     pipe = presets.denoise()
     whole = np.asarray(pipe(x))
-    monkeypatch.setattr(pipeline_module, "chunk_size", lambda shape, **kw: 3)
-    monkeypatch.setattr(checks, "chunk_size", lambda shape, **kw: 3)
+    monkeypatch.setattr(execution, "chunk_size", lambda shape, **kw: 3)
     chunked = pipe(x)
     np.testing.assert_array_equal(chunked, whole)
     assert pipe.trace_count == 3  # batch of 7, then chunks of 3 and 1

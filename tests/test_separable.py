@@ -8,9 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import MODES
-import contextlib
 
-from imgproc._separable import correlate_direct, correlate_separable, feeds_next_stage
+from imgproc._separable import correlate_direct, correlate_separable
 
 CVAL = 0.25
 TOL = 1e-5
@@ -55,7 +54,7 @@ SEP_CASES = [
 
 # the last pass writes its border bands with a select (the program's output) or in place
 # (feeding another stage): both must give the reference
-BAND_WRITES = {"select": contextlib.nullcontext, "in place": feeds_next_stage}
+BAND_WRITES = {"select": False, "in place": True}
 
 
 @pytest.mark.parametrize("weights", ["constant", "traced"])
@@ -68,11 +67,11 @@ def test_separable_matches_scipy(mode, bands, weights, rng):
         x = _planes(rng, shape)
         kr = rng.standard_normal(nr).astype(np.float32)
         kc = rng.standard_normal(nc).astype(np.float32)
-        with BAND_WRITES[bands]():
-            if weights == "constant":
-                out = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))(x)
-            else:
-                out = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL))(x, kr, kc)
+        in_place = BAND_WRITES[bands]
+        if weights == "constant":
+            out = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL, in_place=in_place))(x)
+        else:
+            out = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL, in_place=in_place))(x, kr, kc)
         _check(out, _ref_separable(x, kr, kc, mode))
 
 
@@ -115,14 +114,15 @@ def test_direct_matches_scipy(mode, bands, rng):
     for shape, kshape in DIRECT_CASES:
         x = _planes(rng, shape)
         k = rng.standard_normal(kshape)
-        f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))
-        with BAND_WRITES[bands]():
-            _check(f(x), _ref_direct(x, k, mode))
+        f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL, in_place=BAND_WRITES[bands]))
+        _check(f(x), _ref_direct(x, k, mode))
 
 
-def test_feeds_next_stage_selects_the_band_writes_and_keys_the_stage():
+def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
     import imgproc
     from imgproc import _convolution
+
+    feeds = imgproc.LoweringHints(feeds_next=True)
 
     x = np.zeros((40, 44, 3), np.float32)
 
@@ -130,21 +130,19 @@ def test_feeds_next_stage_selects_the_band_writes_and_keys_the_stage():
         return str(jax.make_jaxpr(lambda a, s: op(a, s))(x, 3.0)).count("dynamic_update_slice")
 
     ops = [  # (op, border bands its last pass writes: in place when feeding a stage)
-        (lambda a, s: imgproc.sharpen(a), 4),
-        (lambda a, s: imgproc.gaussian_blur(a, s, size=25), 2),  # traced, above EXTEND_MAX_TAPS
-        (lambda a, s: imgproc.gaussian_blur(a, 1.0, size=25), 0),  # constants: extended buffer
+        (lambda a, s, h=None: imgproc.sharpen(a, hints=h), 4),
+        (lambda a, s, h=None: imgproc.gaussian_blur(a, s, size=25, hints=h), 2),  # traced, above EXTEND_MAX_TAPS
+        (lambda a, s, h=None: imgproc.gaussian_blur(a, 1.0, size=25, hints=h), 0),  # constants: extended buffer
     ]
     for op, bands in ops:
         alone = updates(op)
-        with feeds_next_stage():
-            feeding = updates(op)
+        feeding = updates(lambda a, s: op(a, s, feeds))
         assert feeding == alone + bands
         assert updates(op) == alone
-    # called eagerly, the flag is part of the compiled stage's key
+    # called eagerly, the hint is part of the compiled stage's key
     before = _convolution._stage._cache_size()
     plain = imgproc.sharpen(x)
-    with feeds_next_stage():
-        feeding = imgproc.sharpen(x)
+    feeding = imgproc.sharpen(x, hints=feeds)
     assert _convolution._stage._cache_size() == before + 2
     np.testing.assert_allclose(np.asarray(plain), np.asarray(feeding), rtol=0, atol=1e-6)
 

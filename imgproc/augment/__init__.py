@@ -11,11 +11,23 @@ All ops are also pipeline stages (``{"op": "random_hue"}`` works with its defaul
 option is a keyword of the function). Shape-setting options (``size``, ``mode``,
 ``layout``, ``strategy``) are static; numeric ones are traced.
 
+Draws apart from their application: every random op is two pure pieces, a sampler of
+its parameters and the deterministic op applied with them (see :mod:`imgproc._stages`);
+each function's docstring names its parameters. A pipeline returns what it drew with
+``pipe(x, key=k, return_params=True)`` and replays it with ``pipe.apply(x, params)``.
+
 Value range: colour and noise ops take ``max_value=None``, meaning the input dtype's
 range: 255 for uint8, 65535 for uint16, 1.0 for float images. Inside a pipeline the ops see
-float32 but the pipeline passes the range of the dtype it was called with, so a uint8
-batch is treated as 0..255 and a float batch as 0..1. Ops do not clip (a float result may
-leave [0, max_value]); integer results are rounded and saturated once, at the end.
+float32, so the pipeline passes ``max_value`` explicitly: the range of the dtype it was
+called with (a uint8 batch is treated as 0..255, a float batch as 0..1). Ops do not clip
+(a float result may leave [0, max_value]); integer results are rounded and saturated
+once, at the end.
+
+Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colour``
+(HSV, brightness, contrast, gamma, grayscale), ``_noise``, ``_erasing`` and ``_choice``
+(``random_choice``/``random_apply`` and their batch strategies); each deterministic op
+stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
+``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
 
 Colour definitions are dm-pix's (which are TensorFlow's ``tf.image`` ones): see each
 function. Geometry follows NumPy / scipy.ndimage (``rotate``, ``translate`` match
@@ -37,56 +49,44 @@ Example:
 
 from __future__ import annotations
 
-from imgproc._augment_choice import (
-    STRATEGIES,
-    _parse_apply,
-    _parse_choice,
-    _stage_random_apply,
-    _stage_random_choice,
-    default_strategy,
-    random_apply,
-    random_choice,
-)
-from imgproc._augment_ops import (
-    SAMPLE_MODES,
+from imgproc._filters import random_gaussian_blur, random_sharpen
+from imgproc.augment._choice import STRATEGIES, default_strategy, random_apply, random_choice
+from imgproc.augment._colour import (
     adjust_brightness,
     adjust_contrast,
     adjust_gamma,
     adjust_hue,
     adjust_saturation,
-    crop,
-    erase,
-    flip_left_right,
-    flip_up_down,
-    gaussian_noise,
     hsv_to_rgb,
     random_brightness,
     random_contrast,
-    random_crop,
-    random_erasing,
-    random_flip_left_right,
-    random_flip_up_down,
     random_gamma,
-    random_gaussian_blur,
     random_grayscale,
     random_hue,
+    random_saturation,
+    rgb_to_grayscale,
+    rgb_to_hsv,
+)
+from imgproc.augment._erasing import erase, random_erasing
+from imgproc.augment._geometry import (
+    SAMPLE_MODES,
+    crop,
+    flip_left_right,
+    flip_up_down,
+    random_crop,
+    random_flip_left_right,
+    random_flip_up_down,
     random_resized_crop,
     random_rot90,
     random_rotate,
-    random_saturation,
-    random_sharpen,
     random_translate,
     resized_crop,
-    rgb_to_grayscale,
-    rgb_to_hsv,
     rot90,
     rotate,
-    salt_and_pepper,
     sample,
-    speckle_noise,
     translate,
 )
-from imgproc._pipeline import register_op
+from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
@@ -144,12 +144,3 @@ __all__ = [
     "speckle_noise",
     "translate",
 ]
-
-_G = globals()
-for _name in DETERMINISTIC_OPS:
-    register_op(_name, _G[_name])
-for _name in RANDOM_OPS[:-2]:
-    register_op(_name, _G[_name], random=True)
-register_op("random_choice", _stage_random_choice, random=True, parse=_parse_choice)
-register_op("random_apply", _stage_random_apply, random=True, parse=_parse_apply)
-del _G, _name

@@ -1,0 +1,161 @@
+"""The one place user-facing arguments are checked.
+
+Every check raises ``ValueError`` with a message naming the argument and the allowed
+values, eagerly, before anything is traced. Traced values (inside ``jax.jit``) cannot be
+inspected and pass through unchanged. A leaf module: it imports no other imgproc module.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# scipy.ndimage's boundary modes (imgproc._boundary implements them)
+MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+# lowerings of a correlation (imgproc._convolution)
+METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
+LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
+LAYOUT_NDIM = {"HW": 2, "HWC": 3, "CHW": 3, "NHWC": 4, "NCHW": 4}
+_INFERRED_LAYOUT = {2: "HW", 3: "HWC", 4: "NHWC"}
+DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32")
+
+__all__ = [
+    "DTYPES",
+    "LAYOUTS",
+    "METHODS",
+    "MODES",
+    "check_choice",
+    "check_dtype",
+    "check_layout",
+    "check_method",
+    "check_mode",
+    "check_key",
+    "check_number",
+    "check_odd",
+    "check_range",
+    "check_size_pair",
+    "is_traced",
+]
+
+
+def is_traced(value) -> bool:
+    """True for a value only known while tracing (``jax.core.Tracer``), also inside a list."""
+    if isinstance(value, (list, tuple)):
+        return any(is_traced(v) for v in value)
+    return isinstance(value, jax.core.Tracer)
+
+
+def check_number(name, value, *, low=None, high=None, low_open=False):
+    """A finite number within ``[low, high]`` (``(low, high]`` with ``low_open``); returns
+    it unchanged. Traced values pass through.
+
+    Example:
+        >>> check_number("sigma", -1, low=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: sigma must be a finite number in [0, inf]; got -1
+    """
+    if is_traced(value):
+        return value
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number; got {value!r}") from None
+    too_low = low is not None and (v <= low if low_open else v < low)
+    if not np.isfinite(v) or too_low or (high is not None and v > high):
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ValueError(f"{name} must be a finite number in {'(' if low_open else '['}{lo}, {hi}]; got {value!r}")
+    return value
+
+
+def check_range(name, value, *, low=None, high=None):
+    """A pair ``(lo, hi)`` with ``low <= lo <= hi <= high``; returns it unchanged. Traced
+    pairs pass through."""
+    if is_traced(value):
+        return value
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high); got {value!r}") from None
+    ok = np.isfinite(lo) and np.isfinite(hi) and lo <= hi
+    ok = ok and (low is None or lo >= low) and (high is None or hi <= high)
+    if not ok:
+        bounds = f" within [{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+        raise ValueError(f"{name} must be a pair low <= high{bounds}; got {value!r}")
+    return value
+
+
+def check_choice(name, value, allowed):
+    """``value`` if it is one of ``allowed`` (a static option: mode, method, strategy...)."""
+    if isinstance(value, (list, dict, np.ndarray)) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return value
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_odd(name, size) -> int:
+    """An odd integer >= 1 (a kernel side), as ``int``."""
+    if not _is_int(size) or size < 1 or size % 2 == 0:
+        raise ValueError(f"{name} must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
+    return int(size)
+
+
+def check_size_pair(name, size) -> tuple[int, int]:
+    """An int or a pair ``(height, width)`` of positive integers, as a tuple of ints."""
+    if _is_int(size):
+        size = (size, size)
+    try:
+        sh, sw = size
+        ok = all(_is_int(s) or (isinstance(s, float) and s.is_integer()) for s in (sh, sw))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an int or a pair (height, width); got {size!r}") from None
+    if not ok or sh < 1 or sw < 1:
+        raise ValueError(f"{name} must be positive integers (height, width); got {size!r}")
+    return int(sh), int(sw)
+
+
+def check_key(key):
+    """A JAX PRNG key (``jax.random.key(seed)``); refuses ``None`` with how to make one."""
+    if key is None:
+        raise ValueError("a random op needs a key: jax.random.key(seed)")
+    return key
+
+
+def check_mode(mode: str) -> str:
+    """One of :data:`MODES` (scipy.ndimage's names)."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+def check_method(method: str) -> str:
+    """One of :data:`METHODS`."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    return method
+
+
+def check_layout(layout, ndim: int) -> str:
+    """``layout`` for an array of ``ndim`` dimensions (``None`` infers HW, HWC or NHWC)."""
+    if layout is None:
+        if ndim not in _INFERRED_LAYOUT:
+            raise ValueError(f"image must have 2 (HW), 3 (HWC) or 4 (NHWC) dimensions; got ndim={ndim}")
+        return _INFERRED_LAYOUT[ndim]
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
+    if LAYOUT_NDIM[layout] != ndim:
+        raise ValueError(f"layout {layout!r} needs a {LAYOUT_NDIM[layout]}-D array; got ndim={ndim}")
+    return layout
+
+
+def check_dtype(dtype):
+    """``dtype`` if it is one of :data:`DTYPES`."""
+    dt = jnp.dtype(dtype)
+    if dt.name not in DTYPES:
+        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)}; got {dt.name}")
+    return dt

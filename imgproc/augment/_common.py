@@ -1,0 +1,61 @@
+"""Pieces the augmentation families share: the value range, shapes, draws.
+
+Value range
+    Colour and noise ops need to know what "white" is. Every such op takes
+    ``max_value=None``, meaning the range of the image's own dtype (:func:`dtype_max`:
+    255 for uint8, 65535 for uint16, 1.0 for float images). A :class:`imgproc.Pipeline`
+    computes in float32, so it passes ``max_value`` explicitly: the range of the dtype it
+    was called with (a uint8 batch is treated as 0..255 all the way through).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from imgproc._arrays import channel_axis, dtype_max, spatial_axes, to_output
+from imgproc._random import uniform
+from imgproc._validate import check_range
+
+__all__ = ["back", "channels", "draw_box", "dtype_max", "hw", "need_rgb", "resolve_max", "to_float"]
+
+
+def resolve_max(max_value, dtype):
+    """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
+    return dtype_max(dtype) if max_value is None else max_value
+
+
+def hw(shape_or_image, layout):
+    """(H, W) of an image or of an image's shape in ``layout``."""
+    shape = getattr(shape_or_image, "shape", shape_or_image)
+    a, b = spatial_axes(layout)
+    return shape[a], shape[b]
+
+
+def channels(shape_or_image, layout) -> int:
+    shape = getattr(shape_or_image, "shape", shape_or_image)
+    ax = channel_axis(layout)
+    return 1 if ax is None else shape[ax]
+
+
+def need_rgb(image, layout, name):
+    if channels(image, layout) != 3:
+        raise ValueError(f"{name} needs an RGB image (3 channels); got shape {tuple(image.shape)} with layout {layout!r}")
+
+
+def to_float(image):
+    return image.astype(jnp.float32) if image.dtype != jnp.float32 else image
+
+
+def back(y, dtype):
+    """Cast a float result to the input's dtype (integers rounded and saturated)."""
+    return to_output(y, dtype)
+
+
+def draw_box(ka, kr, h, w, scale, ratio):
+    """A box of area ``U(scale) * H * W`` and aspect ``r = exp(U(log ratio))``:
+    ``(sqrt(area * r), sqrt(area / r))``, unrounded (keys ``ka``, ``kr`` draw them)."""
+    check_range("scale", scale, low=0, high=1)
+    check_range("ratio", ratio, low=1e-6)
+    area = uniform(ka, scale[0], scale[1]) * (h * w)
+    r = jnp.exp(uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
+    return jnp.sqrt(area * r), jnp.sqrt(area / r)
