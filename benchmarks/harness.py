@@ -167,7 +167,7 @@ def _ms(ms: float) -> str:
 
 def group_table(group: Group, rows: Sequence[Row], heading: str = "##") -> str:
     """One group's markdown table: median ms, then the columns its rows have (images/s,
-    megapixels/s, time ratio to the group's baseline, cores busy, notes)."""
+    megapixels/s, time ratio to the group's baseline row, cores busy, notes)."""
     rows = [r for r in rows if r.group == group.id]
     base = find(rows, group.id, group.baseline) if group.baseline else None
     columns = [("implementation", "---", lambda r: r.label), ("median ms", "---:", lambda r: _ms(r.ms))]
@@ -176,7 +176,7 @@ def group_table(group: Group, rows: Sequence[Row], heading: str = "##") -> str:
     if any(r.megapixels for r in rows):
         columns.append(("megapixels/s", "---:", lambda r: f"{r.megapixels / r.seconds:.1f}" if r.megapixels else ""))
     if base is not None:
-        columns.append(("ratio", "---:", lambda r: f"{r.seconds / base.seconds:.2f}× {base.label}"))
+        columns.append((f"time ÷ {base.label}", "---:", lambda r: f"{r.seconds / base.seconds:.2f}×"))
     if any(r.cores is not None for r in rows):
         columns.append(("cores busy", "---:", lambda r: "" if r.cores is None else f"{r.cores:.2f}"))
     if any(r.notes for r in rows):

@@ -86,7 +86,8 @@ def test_missing_rows_reported_clearly():
 def test_table_and_json_round_trip(tmp_path):
     group = Group("gauss", "Gaussian", baseline="opencv")
     text = group_table(group, ROWS)
-    assert "| imgproc blur | 30.0 | 1.50× OpenCV blur |" in text
+    assert "| implementation | median ms | time ÷ OpenCV blur |" in text
+    assert "| imgproc blur | 30.0 | 1.50× |" in text
     assert "another group" not in text
     save(tmp_path / "r.json", [group], ROWS)
     assert load(tmp_path / "r.json") == ([group], ROWS)
