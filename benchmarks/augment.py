@@ -12,20 +12,22 @@ random quarter turn, random brightness and contrast (±20%), and one of (Gaussia
   its last step is ``GaussianBlur(sigma=1, p=1/3)`` (a third of the images blurred, the
   expected share of blur in the others), and it needs ``ByteToFloat`` first.
 
-Times include moving the uint8 batch in and the result back to a NumPy array; the cases
-take turns (round-robin), so a change in the machine's load hits all of them alike.
+Times include moving the uint8 batch in and the result back to a NumPy array. Timed with
+benchmarks/harness.py in turns, each timed call preceded by an untimed one (``settle``), so
+a case does not pay for the temporaries the previous one left behind.
 
-    python benchmarks/augment.py [--n 256] [--repeats 5]
+    python benchmarks/augment.py [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
-import statistics
-import time
 
 import numpy as np
+
+from harness import Case, Group, print_group, time_group
 
 STRATEGIES = ("select", "map", "group")
 
@@ -49,57 +51,34 @@ def imgproc_spec(strategy, method=None):
     ]
 
 
-def _time_interleaved(cases, repeats):
-    """Median seconds of each case; the cases take turns (round-robin) so that a change in
-    the machine's load during the run hits all of them alike. One warm-up call each, and
-    in every round an untimed call just before the timed one, so that a case does not pay
-    for the caches and freed memory the previous case left behind (the select strategy
-    leaves gigabytes of temporaries: the case after it measured 1.3-1.8x slower)."""
-    for _, fn in cases:
-        fn()  # warm-up (compilation)
-    times = {name: [] for name, _ in cases}
-    for _ in range(repeats):
-        for name, fn in cases:
-            fn()
-            t = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t)
-    return {name: statistics.median(ts) for name, ts in times.items()}
-
-
-def run(n_images=256, repeats=5) -> list[dict]:
-    """Time every implementation on the same batch; rows ``{"name", "images_per_s", "ms", ...}``
-    (``ms`` per batch, median of ``repeats`` after a warm-up)."""
+def run(quick: bool = False):
+    """``(groups, rows)``: every implementation on the same batch (256 images, 5 rounds;
+    ``quick``: 64 images, 2 rounds)."""
     import jax
 
     import imgproc
 
+    n_images, repeats = (64, 2) if quick else (256, 5)
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (n_images, 224, 224, 3), dtype=np.uint8)
-    group = f"Augment {n_images} uint8 images 224x224x3 (flip, rot90, brightness/contrast, one of blur/sharpen/noise)"
-    rows = []
-
+    group = Group("augment", f"Augment {n_images} uint8 images 224x224x3 (flip, rot90, brightness/contrast, "
+                  "one of blur/sharpen/noise)", baseline="albumentations")
+    key = jax.random.key(0)
     cases = []
 
-    def add(name, fn):
-        cases.append((name, fn))
+    def add_pipeline(name, label, pipe):
+        draws = itertools.count()  # a new draw every call
+        cases.append(Case(name, label, lambda: np.asarray(pipe(images, key=jax.random.fold_in(key, next(draws)))),
+                          images=n_images))
 
-    key = jax.random.key(0)
     for strategy in STRATEGIES:
-        pipe = imgproc.Pipeline(imgproc_spec(strategy))
-        calls = iter(range(10**9))
-        add(
-            f"imgproc Pipeline, strategy={strategy}"
-            + (" (default on this backend)" if strategy == imgproc.default_strategy() else ""),
-            lambda pipe=pipe, calls=calls: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls)))),
-        )
-
+        default = " (default on this backend)" if strategy == imgproc.default_strategy() else ""
+        add_pipeline(f"imgproc_{strategy}", f"imgproc Pipeline, strategy={strategy}{default}",
+                     imgproc.Pipeline(imgproc_spec(strategy)))
     # blur and sharpen forced to convolve2d: since "auto" picks it inside the per-image map
     # on CPU, this row should equal the default row (a check of that choice)
-    pipe = imgproc.Pipeline(imgproc_spec("map", method="convolve2d"))
-    calls2 = iter(range(10**9))
-    add("imgproc Pipeline, strategy=map, blur/sharpen method=convolve2d",
-        lambda pipe=pipe: np.asarray(pipe(images, key=jax.random.fold_in(key, next(calls2)))))
+    add_pipeline("imgproc_map_convolve2d", "imgproc Pipeline, strategy=map, blur/sharpen method=convolve2d",
+                 imgproc.Pipeline(imgproc_spec("map", method="convolve2d")))
 
     try:
         import albumentations as A
@@ -114,7 +93,8 @@ def run(n_images=256, repeats=5) -> list[dict]:
                 A.GaussNoise(std_range=(0.05, 0.05), p=1.0),
             ], p=1.0),
         ], seed=0)
-        add(f"albumentations {A.__version__} (one process)", lambda: np.stack([aug(image=im)["image"] for im in images]))
+        cases.append(Case("albumentations", f"albumentations {A.__version__} (one process)",
+                          lambda: np.stack([aug(image=im)["image"] for im in images]), images=n_images))
     except ImportError as e:
         print(f"albumentations skipped: {e}")
 
@@ -137,35 +117,23 @@ def run(n_images=256, repeats=5) -> list[dict]:
             out = fn(keys, jnp.asarray(images))
             return np.asarray(jnp.clip(jnp.round(out * 255), 0, 255).astype(jnp.uint8))
 
-        add(f"augmax {augmax.__version__} (jit+vmap)", augmax_run)
+        cases.append(Case("augmax", f"augmax {augmax.__version__} (jit+vmap)", augmax_run, images=n_images))
     except ImportError as e:
         print(f"augmax skipped: {e}")
 
-    for name, seconds in _time_interleaved(cases, repeats).items():
-        rows.append({"group": group, "name": name, "ms": seconds * 1e3, "images_per_s": n_images / seconds})
-    by = {r["name"].split(" ")[0]: r for r in rows}
-    for r in rows:  # for benchmarks/run.py's RESULTS.md: time relative to albumentations
-        if "albumentations" in by:
-            r["vs"], r["baseline"] = r["ms"] / by["albumentations"]["ms"], "albumentations"
-        for other in ("albumentations", "augmax"):
-            if other in by and r["name"].startswith("imgproc"):
-                r[f"vs_{other}"] = r["images_per_s"] / by[other]["images_per_s"]
-    return rows
+    rows = time_group(group.id, cases, repeats, settle=True)
+    print_group(group, rows)
+    return [group], rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="64 images, 2 rounds (a check that it runs)")
     args = parser.parse_args()
     import jax
 
     print(f"{os.cpu_count()} cores, jax {jax.__version__}, backend {jax.default_backend()}")
-    rows = run(args.n, args.repeats)
-    print(rows[0]["group"])
-    for r in rows:
-        ratios = "  ".join(f"{v:6.2f}x {k[3:]}'s images/s" for k, v in r.items() if k.startswith("vs_"))
-        print(f"  {r['name']:<62} {r['images_per_s']:8.0f} images/s  {r['ms']:8.1f} ms  {ratios}")
+    run(args.quick)
 
 
 if __name__ == "__main__":

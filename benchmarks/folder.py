@@ -1,22 +1,26 @@
-"""Folder throughput: ``imgproc denoise IN OUT`` on 200 JPEGs of 1920x1080 against a plain
-OpenCV script doing the same work (decode, 5x5 Gaussian sigma 1, 5x5 sharpen, encode at
-quality 95, in a thread pool). Images are generated (a photo resized with noise).
+"""Folder throughput: ``imgproc denoise IN OUT`` on 200 JPEGs of 1920x1080 (a new process,
+the whole job) against a plain OpenCV script doing the same work (decode, 5x5 Gaussian
+sigma 1, 5x5 sharpen, encode at quality 95, in a thread pool). Images are generated (a
+photo resized with noise). Timed with benchmarks/harness.py: a warm-up job of each (it
+fills imgproc's compilation cache), then the jobs in turns.
 
-    python benchmarks/folder.py            # prints a table; run() returns the rows
+    python benchmarks/folder.py [--quick]    # --quick: 20 images
 """
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+from harness import Case, Group, print_group, time_group
 
 N, W, H = 200, 1920, 1080
 
@@ -51,38 +55,34 @@ def opencv_script(src: Path, dst: Path, workers: int):
         list(pool.map(one, sorted(src.iterdir())))
 
 
-def run(n=N) -> list[dict]:
+def run(quick: bool = False):
+    """``(groups, rows)``: one timed job each (after a warm-up job), on 200 images (``quick``: 20)."""
+    n = 20 if quick else N
     tmp = Path(tempfile.mkdtemp(prefix="imgproc-folder-bench-"))
     try:
         src = tmp / "in"
         make_inputs(src, n)
-        rows = []
         exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
-        for label, extra in [("imgproc denoise (CLI, whole process)", [])]:
-            out = tmp / "out-imgproc"
-            t = time.perf_counter()
-            r = subprocess.run([exe, "denoise", str(src), str(out), "-q"], capture_output=True, text=True)
-            elapsed = time.perf_counter() - t
+
+        def imgproc_job():
+            r = subprocess.run([exe, "denoise", str(src), str(tmp / "out-imgproc"), "-q", "--overwrite"],
+                               capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
-            rows.append({"name": label, "images": n, "seconds": round(elapsed, 2), "images_per_s": round(n / elapsed, 1)})
+
         workers = min(8, (os.cpu_count() or 2) + 2)
-        t = time.perf_counter()
-        opencv_script(src, tmp / "out-cv", workers)
-        elapsed = time.perf_counter() - t
-        rows.append({"name": f"OpenCV script ({workers} threads)", "images": n, "seconds": round(elapsed, 2),
-                     "images_per_s": round(n / elapsed, 1)})
-        for r in rows:  # for benchmarks/run.py's RESULTS.md
-            r["group"] = f"Folder of {n} JPEGs {W}x{H}: denoise, whole job (ms per image)"
-            r["name"] = f"{r['name']}: {r['images_per_s']:.1f} images/s"
-            r["ms"] = r["seconds"] * 1e3 / n
-            r["vs"], r["baseline"] = r["seconds"] / rows[-1]["seconds"], "OpenCV script"
-        return rows
+        group = Group("folder_denoise", f"Folder of {n} JPEGs {W}x{H}: denoise, whole job", baseline="opencv_script")
+        rows = time_group(group.id, [
+            Case("imgproc_cli", "imgproc denoise (CLI, whole process)", imgproc_job, images=n),
+            Case("opencv_script", f"OpenCV script ({workers} threads)",
+                 lambda: opencv_script(src, tmp / "out-cv", workers), images=n),
+        ], repeats=1)
+        print_group(group, rows)
+        return [group], rows
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    rows = run(int(sys.argv[1]) if len(sys.argv) > 1 else N)
-    print(f"{'':40s} {'images':>7s} {'s':>8s} {'images/s':>9s}")
-    for r in rows:
-        print(f"{r['name']:40s} {r['images']:7d} {r['seconds']:8.2f} {r['images_per_s']:9.1f}")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    run(parser.parse_args().quick)

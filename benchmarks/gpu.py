@@ -16,38 +16,29 @@ the same table. Everything is timed in one run, on one batch:
 * **Augmentation**: the pipeline of ``benchmarks/augment.py`` (256 uint8 images 224×224×3)
   with each ``random_choice`` strategy, fed from host memory (as a loader does) and from
   device memory, to pick the GPU default.
+
+Timed with benchmarks/harness.py: the rows of a group in turns, each sample ``calls`` calls
+issued back to back (asynchronously, as a training loop does) and one synchronisation, so
+the launch latency is not added to every call. Also writes the rows as JSON beside the
+markdown (``RESULTS_GPU.json``), where ``make bench`` looks up the GPU targets by id.
+
+    python benchmarks/gpu.py                              # on a GPU: RESULTS_GPU.md/.json
+    python benchmarks/gpu.py --quick --out /tmp/gpu.md    # tiny batch, any backend: checks it runs
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import dataclasses
+import datetime
+import itertools
 from pathlib import Path
 
 import numpy as np
 
+from harness import Case, Group, block, save, tables, time_group
+
 HERE = Path(__file__).resolve().parent
-
-
-def _seconds(issue, sync, calls=30, repeats=5):
-    """Seconds per call: ``calls`` calls issued back to back (asynchronously, as a training
-    loop does), then one ``sync``; the median of ``repeats`` such rounds after two warm-up
-    calls. Per-call synchronisation would add the launch latency (~0.1 ms) to every row."""
-    sync(issue())
-    sync(issue())
-    rounds = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            out = issue()
-        sync(out)
-        rounds.append((time.perf_counter() - t) / calls)
-    return statistics.median(rounds)
-
-
-def _jax_seconds(issue, **kw):
-    return _seconds(issue, lambda out: out.block_until_ready(), **kw)
 
 
 def _torch():
@@ -60,36 +51,41 @@ def _torch():
         return None, None
 
 
-def filter_rows(n=256, h=224, w=224, c=3) -> list[dict]:
+def _sync(torch):
+    """Wait for JAX results and, with torch, for the CUDA stream."""
+    def sync(out):
+        block(out)
+        if torch is not None:
+            torch.cuda.synchronize()
+    return sync
+
+
+def filter_benchmarks(n, calls, repeats, h=224, w=224, c=3):
+    """The Gaussian and denoise groups; each row's notes give its achieved bandwidth (one
+    read and one write of the batch) as a fraction of the copy row's."""
     import jax
 
     import imgproc
 
     x = jax.device_put(np.random.default_rng(0).random((n, h, w, c), dtype=np.float32))
-    nbytes = 2 * x.size * 4
-    copy = jax.jit(lambda a: a + 0)
-    copy_s = _jax_seconds(lambda: copy(x))
-    copy_bw = nbytes / copy_s
-    group = f"Gaussian blur, {n}x{h}x{w}x{c} float32 on the device"
-    rows = [{"group": group, "name": f"copy (x + 0): {copy_bw / 1e9:.0f} GB/s = 100%", "ms": copy_s * 1e3, "bw": 1.0}]
-
-    def add(name, seconds):
-        rows.append({"group": group, "name": name, "ms": seconds * 1e3, "bw": nbytes / seconds / copy_bw})
-
     torch, TF = _torch()
-    torch_sync = None if torch is None else (lambda out: torch.cuda.synchronize())
     xt = None if torch is None else torch.from_numpy(np.array(x)).permute(0, 3, 1, 2).contiguous().cuda()
+    copy = jax.jit(lambda a: a + 0)
+    blur = Group("gpu_gaussian", f"Gaussian blur, {n}x{h}x{w}x{c} float32 on the device")
+    cases = [Case("copy", "copy (x + 0)", lambda: copy(x))]
     for sigma, size in ((1.0, 5), (3.0, 25)):
         for method in ("separable", "direct", "conv", "auto"):
             f = jax.jit(lambda a, m=method, s=sigma, k=size: imgproc.gaussian_blur(a, s, size=k, method=m))
-            add(f"imgproc method={method}, σ={sigma:g} ({size}×{size})", _jax_seconds(lambda: f(x)))
+            cases.append(Case(f"imgproc_{method}_sigma{sigma:g}", f"imgproc method={method}, σ={sigma:g} ({size}×{size})",
+                              lambda f=f: f(x)))
         if torch is not None:
-            add(f"torchvision gaussian_blur (NCHW), σ={sigma:g} ({size}×{size})",
-                _seconds(lambda size=size, sigma=sigma: TF.gaussian_blur(xt, [size, size], [sigma, sigma]), torch_sync))
+            cases.append(Case(f"torchvision_sigma{sigma:g}", f"torchvision gaussian_blur (NCHW), σ={sigma:g} ({size}×{size})",
+                              lambda size=size, sigma=sigma: TF.gaussian_blur(xt, [size, size], [sigma, sigma])))
+    rows = time_group(blur.id, cases, repeats, calls=calls, sync=_sync(torch))
 
-    group = f"Denoise preset (5×5 Gaussian σ=1, then 5×5 sharpen), {n}x{h}x{w}x{c} float32 on the device"
+    denoise = Group("gpu_denoise", f"Denoise preset (5×5 Gaussian σ=1, then 5×5 sharpen), {n}x{h}x{w}x{c} float32 on the device")
     pipe = imgproc.presets.denoise()
-    add("imgproc presets.denoise() Pipeline", _jax_seconds(lambda: pipe(x)))
+    cases = [Case("imgproc", "imgproc presets.denoise() Pipeline", lambda: pipe(x))]
     if torch is not None:
         sharp = torch.from_numpy(np.asarray(imgproc.kernels.sharpen(), np.float32)).cuda()
         weight = sharp.expand(c, 1, *sharp.shape).contiguous()
@@ -99,11 +95,18 @@ def filter_rows(n=256, h=224, w=224, c=3) -> list[dict]:
             y = torch.nn.functional.pad(y, (2, 2, 2, 2), mode="reflect")
             return torch.nn.functional.conv2d(y, weight, groups=c)
 
-        add("torchvision gaussian_blur + depthwise conv2d (NCHW)", _seconds(torch_denoise, torch_sync))
-    return rows
+        cases.append(Case("torchvision", "torchvision gaussian_blur + depthwise conv2d (NCHW)", torch_denoise))
+    rows += time_group(denoise.id, cases, repeats, calls=calls, sync=_sync(torch))
+
+    copy_s = rows[0].seconds
+    bandwidth = 2 * x.size * 4 / copy_s
+    rows = [dataclasses.replace(r, notes=f"{copy_s / r.seconds:.0%} of copy bandwidth"
+                                + (f" ({bandwidth / 1e9:.0f} GB/s)" if r.name == "copy" else "")) for r in rows]
+    return [blur, denoise], rows
 
 
-def augment_rows(n=256) -> list[dict]:
+def augment_benchmarks(n, calls, repeats):
+    """Each strategy on a batch from host memory (upload included) and from device memory."""
     import jax
 
     import imgproc
@@ -111,57 +114,47 @@ def augment_rows(n=256) -> list[dict]:
 
     images = np.random.default_rng(0).integers(0, 256, (n, 224, 224, 3), dtype=np.uint8)
     on_device = jax.device_put(images)
-    group = f"Augment {n} uint8 images 224x224x3 (pipeline of benchmarks/augment.py)"
-    rows = []
+    group = Group("gpu_augment", f"Augment {n} uint8 images 224x224x3 (pipeline of benchmarks/augment.py)")
     key = jax.random.key(0)
+    cases = []
     for strategy in STRATEGIES:
         pipe = imgproc.Pipeline(imgproc_spec(strategy))
         default = " (default)" if strategy == imgproc.default_strategy() else ""
         for where, batch in (("host", images), ("device", on_device)):
-            calls = iter(range(10**9))
-            sec = _jax_seconds(lambda: pipe(batch, key=jax.random.fold_in(key, next(calls))), calls=10)
-            rows.append({"group": group, "name": f"imgproc strategy={strategy}{default}, batch from {where} memory",
-                         "ms": sec * 1e3, "images_per_s": n / sec})
-    return rows
-
-
-def markdown(rows, header: str) -> str:
-    lines = [header, ""]
-    group = None
-    for r in rows:
-        if r["group"] != group:
-            group = r["group"]
-            extra = "images/s" if "images_per_s" in r else "of copy bandwidth"
-            lines += ["", f"### {group}", "", f"| implementation | median ms | {extra} |", "|---|---:|---:|"]
-        value = f"{r['images_per_s']:.0f}" if "images_per_s" in r else f"{r['bw']:.0%}"
-        lines.append(f"| {r['name']} | {r['ms']:.2f} | {value} |")
-    return "\n".join(lines) + "\n"
+            draws = itertools.count()
+            cases.append(Case(f"imgproc_{strategy}_{where}", f"imgproc strategy={strategy}{default}, batch from {where} memory",
+                              lambda pipe=pipe, batch=batch, draws=draws: pipe(batch, key=jax.random.fold_in(key, next(draws))),
+                              images=n))
+    return [group], time_group(group.id, cases, repeats, calls=calls)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(HERE / "RESULTS_GPU.md"))
+    parser.add_argument("--quick", action="store_true", help="batch of 8, 3 calls, 2 rounds, on any backend")
     args = parser.parse_args()
-    import datetime
-
     import jax
 
-    if jax.default_backend() != "gpu":
+    if jax.default_backend() != "gpu" and not args.quick:
         raise SystemExit("benchmarks/gpu.py needs a GPU backend (jax[cuda]); found " + jax.default_backend())
+    n, calls, augment_calls, repeats = (8, 3, 3, 2) if args.quick else (256, 30, 10, 5)
     torch, _ = _torch()
-    device = jax.devices()[0].device_kind
-    header = (
-        f"## GPU: {device} (`make bench-gpu`, {datetime.date.today().isoformat()})\n\n"
+    groups, rows = filter_benchmarks(n, calls, repeats)
+    more_groups, more_rows = augment_benchmarks(n, augment_calls, repeats)
+    groups, rows = groups + more_groups, rows + more_rows
+    text = (
+        f"## GPU: {jax.devices()[0].device_kind} (`make bench-gpu`, {datetime.date.today().isoformat()})\n\n"
         f"jax {jax.__version__}" + (f", torch {torch.__version__}" if torch else ", torch not installed")
-        + ". Each row: calls issued back to back (30; 10 for augmentation) and synchronised once,"
-        " median of 5 rounds after two warm-up calls. Augmentation output stays on the device"
-        " (as a training step would use it); \"batch from host memory\" includes the upload."
+        + f". Each row: calls issued back to back ({calls}; {augment_calls} for augmentation) and synchronised once,"
+        f" median of {repeats} rounds after a warm-up call, the rows of a group in turns. Augmentation output stays"
+        " on the device (as a training step would use it); \"batch from host memory\" includes the upload.\n\n"
+        + tables(groups, rows, heading="###") + "\n"
     )
-    rows = filter_rows() + augment_rows()
-    text = markdown(rows, header)
     print(text)
-    Path(args.out).write_text(text)
-    print(f"wrote {args.out}")
+    out = Path(args.out)
+    out.write_text(text)
+    save(out.with_suffix(".json"), groups, rows)
+    print(f"wrote {out} and {out.with_suffix('.json')}")
 
 
 if __name__ == "__main__":

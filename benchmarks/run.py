@@ -1,26 +1,25 @@
 """`make bench`: the same work timed in one run for imgproc and the other libraries.
 
-Prints a table of medians and ratios and writes benchmarks/RESULTS.md with the machine,
-library versions and date. Every number in RESULTS.md comes from this script.
+Prints a table per group and writes benchmarks/RESULTS.md with the machine, library
+versions and date, the tables, the targets (looked up by group and row id) and
+benchmarks/NOTES.md. Every number in RESULTS.md comes from this script (the GPU section
+from benchmarks/gpu.py). All timing goes through benchmarks/harness.py.
 
-    python benchmarks/run.py            # everything
-    python benchmarks/run.py --quick    # fewer repeats, smaller command test
-    python benchmarks/run.py --only gaussian,box
+    python benchmarks/run.py                           # everything
+    python benchmarks/run.py --quick --out /tmp/r.md   # fewer repeats, smaller inputs: checks it runs
+    python benchmarks/run.py --only filters,augment
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import os
 import platform
-import resource
-import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from importlib import metadata
 from pathlib import Path
 
@@ -30,40 +29,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def measure(fn, repeats: int):
-    """Median wall seconds of ``fn()`` and the cores it kept busy (CPU time / wall time),
-    after a warm-up call."""
-    return measure_round_robin([fn], repeats)[0]
-
-
-def measure_round_robin(fns, repeats: int):
-    """``[(median wall seconds, cores busy)]`` for each of ``fns``, timed in turns (one call
-    of each per round, after a warm-up call of each), so that a change in the machine's
-    load during the group hits every implementation alike: on this shared 2-core machine
-    OpenCV's 5-tap blur measured 8.8-17.5 ms in back-to-back runs of whole groups."""
-    for fn in fns:
-        fn()
-    walls = [[] for _ in fns]
-    cpus = [0.0 for _ in fns]
-    for _ in range(repeats):
-        for i, fn in enumerate(fns):
-            c, t = cpu_seconds(), time.perf_counter()
-            fn()
-            walls[i].append(time.perf_counter() - t)
-            cpus[i] += cpu_seconds() - c
-    return [(statistics.median(w), cpu / max(sum(w), 1e-9)) for w, cpu in zip(walls, cpus)]
-
-
-def _block(x):
-    if hasattr(x, "block_until_ready"):
-        x.block_until_ready()
-    return x
+import augment  # noqa: E402
+import folder  # noqa: E402
+from harness import Case, Group, Target, load, print_group, save, tables, targets_table, time_group  # noqa: E402
 
 
 def versions() -> dict:
@@ -79,10 +47,14 @@ def versions() -> dict:
 
 # --------------------------------------------------------------------------- filters
 
+REUSE_ID, REUSE_TITLE = "reuse_", "With imgproc.reuse_host_memory() in the process: "  # group prefixes
 
-def filter_benchmarks(repeats: int, *, title_prefix: str = ""):
-    """The filter groups; with ``title_prefix`` (the ``reuse_host_memory()`` process) their
-    titles carry it and only imgproc and OpenCV are timed."""
+
+def filter_benchmarks(quick: bool, *, reuse: bool = False):
+    """The filter groups on 2048x2048x3 float32 (and a batch of 224x224 images): imgproc
+    against OpenCV, scipy.ndimage, dm-pix, Pillow and the seed chapter's NumPy code. With
+    ``reuse`` (the ``reuse_host_memory()`` process) only imgproc and OpenCV are timed, in
+    groups whose ids and titles carry the ``REUSE_ID`` and ``REUSE_TITLE`` prefixes."""
     import cv2
     import dm_pix
     import jax
@@ -93,222 +65,176 @@ def filter_benchmarks(repeats: int, *, title_prefix: str = ""):
     import imgproc
     from imgproc import kernels
 
+    repeats = 3 if quick else 7
     cv2.setNumThreads(os.cpu_count() or 1)
     rng = np.random.default_rng(0)
     img = rng.random((2048, 2048, 3), dtype=np.float32)
     dev = jax.device_put(img)
     u8 = Image.fromarray((img * 255).astype(np.uint8))
+    groups, rows = [], []
 
     def chapter(image, kernel):  # the seed chapter's NumPy code (convolve2d per channel)
         return np.stack([scipy.signal.convolve2d(image[:, :, i], kernel, mode="same") for i in range(3)], axis=2)
 
-    rows = []
+    def timed(group, cases):
+        if reuse:
+            group = Group(REUSE_ID + group.id, REUSE_TITLE + group.title, group.baseline)
+            cases = [c for c in cases if c.name.startswith("imgproc") or c.name == "opencv"]
+        new = time_group(group.id, cases, repeats)
+        print_group(group, new)
+        groups.append(group)
+        rows.extend(new)
+
     for sigma, size in ((1.0, 5), (3.0, 25)):
-        title = f"Gaussian sigma={sigma:g} ({size}x{size}), 2048x2048x3 float32"
         imgproc_fn = jax.jit(lambda x, s=sigma, k=size: imgproc.gaussian_blur(x, s, size=k))
         pix_fn = jax.jit(lambda x, s=sigma, k=size: dm_pix.gaussian_blur(x, s, k))
         g2 = kernels.gaussian(sigma, size=size)
         cases = [
-            ("imgproc gaussian_blur (jit)", lambda: _block(imgproc_fn(dev))),
-            ("OpenCV cv2.GaussianBlur", lambda: cv2.GaussianBlur(img, (size, size), sigma, borderType=cv2.BORDER_REFLECT)),
-            ("scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(img, (sigma, sigma, 0), truncate=(size // 2) / sigma)),
-            ("dm-pix gaussian_blur (jit)", lambda: _block(pix_fn(dev))),
-            ("Pillow GaussianBlur (uint8)", lambda: u8.filter(ImageFilter.GaussianBlur(sigma))),
+            Case("imgproc_jit", "imgproc gaussian_blur (jit)", lambda: imgproc_fn(dev)),
+            Case("opencv", "OpenCV cv2.GaussianBlur",
+                 lambda: cv2.GaussianBlur(img, (size, size), sigma, borderType=cv2.BORDER_REFLECT)),
+            Case("scipy", "scipy.ndimage.gaussian_filter",
+                 lambda: ndi.gaussian_filter(img, (sigma, sigma, 0), truncate=(size // 2) / sigma)),
+            Case("dmpix", "dm-pix gaussian_blur (jit)", lambda: pix_fn(dev)),
+            Case("pillow", "Pillow GaussianBlur (uint8)", lambda: u8.filter(ImageFilter.GaussianBlur(sigma))),
         ]
-        if size <= 5 or repeats > 3:
-            cases.append(("seed chapter NumPy convolve2d", lambda: chapter(img, g2)))
-        rows += run_group(title, cases, repeats, baseline="OpenCV cv2.GaussianBlur", title_prefix=title_prefix)
+        if size <= 5 or not quick:  # 25x25 convolve2d: 10 s a call
+            cases.append(Case("seed_numpy", "seed chapter NumPy convolve2d", lambda: chapter(img, g2)))
+        timed(Group(f"gaussian_sigma{sigma:g}_2048", f"Gaussian sigma={sigma:g} ({size}x{size}), 2048x2048x3 float32",
+                    "opencv"), cases)
 
     box_fn = jax.jit(lambda x: imgproc.box_blur(x, 5))
-    rows += run_group(
-        "Box 5x5, 2048x2048x3 float32",
-        [
-            ("imgproc box_blur (jit)", lambda: _block(box_fn(dev))),
-            ("OpenCV cv2.blur", lambda: cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT)),
-            ("scipy.ndimage.uniform_filter", lambda: ndi.uniform_filter(img, (5, 5, 1))),
-            ("Pillow BoxBlur (uint8)", lambda: u8.filter(ImageFilter.BoxBlur(2))),
-            ("seed chapter NumPy convolve2d", lambda: chapter(img, kernels.box(5))),
-        ],
-        repeats,
-        baseline="OpenCV cv2.blur",
-        title_prefix=title_prefix,
-    )
+    timed(Group("box5_2048", "Box 5x5, 2048x2048x3 float32", "opencv"), [
+        Case("imgproc_jit", "imgproc box_blur (jit)", lambda: box_fn(dev)),
+        Case("opencv", "OpenCV cv2.blur", lambda: cv2.blur(img, (5, 5), borderType=cv2.BORDER_REFLECT)),
+        Case("scipy", "scipy.ndimage.uniform_filter", lambda: ndi.uniform_filter(img, (5, 5, 1))),
+        Case("pillow", "Pillow BoxBlur (uint8)", lambda: u8.filter(ImageFilter.BoxBlur(2))),
+        Case("seed_numpy", "seed chapter NumPy convolve2d", lambda: chapter(img, kernels.box(5))),
+    ])
 
     denoise = imgproc.presets.denoise()
     g5, sh = kernels.gaussian(1.0, size=5), kernels.sharpen()
-    rows += run_group(
-        "Denoise pipeline (Gaussian 5x5 + sharpen 5x5), 2048x2048x3 float32",
-        [
-            ("imgproc presets.denoise", lambda: _block(denoise(dev))),
-            ("OpenCV GaussianBlur + filter2D", lambda: cv2.filter2D(
-                cv2.GaussianBlur(img, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT), -1, sh, borderType=cv2.BORDER_REFLECT)),
-            ("scipy.ndimage gaussian_filter + correlate", lambda: ndi.correlate(
-                ndi.gaussian_filter(img, (1, 1, 0), truncate=2.0), sh[:, :, None])),
-            ("seed chapter NumPy convolve2d", lambda: chapter(chapter(img, g5), sh)),
-        ],
-        repeats,
-        baseline="OpenCV GaussianBlur + filter2D",
-        title_prefix=title_prefix,
-    )
+    timed(Group("denoise_2048", "Denoise pipeline (Gaussian 5x5 + sharpen 5x5), 2048x2048x3 float32", "opencv"), [
+        Case("imgproc", "imgproc presets.denoise", lambda: denoise(dev)),
+        Case("opencv", "OpenCV GaussianBlur + filter2D", lambda: cv2.filter2D(
+            cv2.GaussianBlur(img, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT), -1, sh, borderType=cv2.BORDER_REFLECT)),
+        Case("scipy", "scipy.ndimage gaussian_filter + correlate", lambda: ndi.correlate(
+            ndi.gaussian_filter(img, (1, 1, 0), truncate=2.0), sh[:, :, None])),
+        Case("seed_numpy", "seed chapter NumPy convolve2d", lambda: chapter(chapter(img, g5), sh)),
+    ])
 
     batch = rng.random((128, 224, 224, 3), dtype=np.float32)
     bdev = jax.device_put(batch)
     batch_fn = jax.jit(lambda x: imgproc.gaussian_blur(x, 1.0, size=5))
     pix_batch = jax.jit(jax.vmap(lambda x: dm_pix.gaussian_blur(x, 1.0, 5)))
-    rows += run_group(
-        "Gaussian sigma=1 5x5 on a batch of 128 images 224x224x3 float32",
-        [
-            ("imgproc gaussian_blur (jit, NHWC batch)", lambda: _block(batch_fn(bdev))),
-            ("OpenCV cv2.GaussianBlur, loop", lambda: [cv2.GaussianBlur(b, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT) for b in batch]),
-            ("scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(batch, (0, 1, 1, 0), truncate=2.0)),
-            ("dm-pix gaussian_blur (jit+vmap)", lambda: _block(pix_batch(bdev))),
-        ],
-        repeats,
-        baseline="OpenCV cv2.GaussianBlur, loop",
-        title_prefix=title_prefix,
-    )
-    return rows
+    timed(Group("gaussian_sigma1_batch128", "Gaussian sigma=1 5x5 on a batch of 128 images 224x224x3 float32",
+                "opencv"), [
+        Case("imgproc_jit", "imgproc gaussian_blur (jit, NHWC batch)", lambda: batch_fn(bdev), images=128),
+        Case("opencv", "OpenCV cv2.GaussianBlur, loop",
+             lambda: [cv2.GaussianBlur(b, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT) for b in batch], images=128),
+        Case("scipy", "scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(batch, (0, 1, 1, 0), truncate=2.0),
+             images=128),
+        Case("dmpix", "dm-pix gaussian_blur (jit+vmap)", lambda: pix_batch(bdev), images=128),
+    ])
+    return groups, rows
 
 
-def run_group(title, cases, repeats, baseline, *, title_prefix=""):
-    title = title_prefix + title
-    if title_prefix:  # the reuse_host_memory() run: imgproc and the baseline only
-        cases = [(n, f) for n, f in cases if n.startswith(("imgproc", "OpenCV"))]
-    print(f"\n{title}")
-    results = [{"group": title, "name": name, "ms": median * 1e3, "cores": busy}
-               for (name, _), (median, busy) in zip(cases, measure_round_robin([f for _, f in cases], repeats))]
-    base = next(r["ms"] for r in results if r["name"] == baseline)
-    for r in results:
-        r["vs"] = r["ms"] / base
-        r["baseline"] = baseline
-        print(f"  {r['name']:<45} {r['ms']:9.1f} ms  {r['vs']:7.2f}x {baseline.split()[0]}  cores busy {r['cores']:.2f}")
-    return results
-
-
-REUSE_PREFIX = "With imgproc.reuse_host_memory() in the process: "
-
-
-def reuse_host_memory_rows(quick: bool):
+def reuse_host_memory_benchmarks(quick: bool):
     """The filter groups again (imgproc and OpenCV only) in a second process that calls
     :func:`imgproc.reuse_host_memory` first, so freed image buffers are reused instead of
     being zeroed afresh by the kernel; it applies to every library in that process."""
-    import json
-
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rows.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--reuse-host-memory-json", str(out)]
         subprocess.run(cmd + (["--quick"] if quick else []), check=True)
-        return json.loads(out.read_text())
+        return load(out)
 
 
 # --------------------------------------------------------------------------- whole command
 
 
 def command_benchmark(quick: bool):
-    """`imgproc denoise` on a 12-megapixel JPEG as a whole command, cold (empty compilation
-    cache) and warm (second run, cache filled)."""
+    """`imgproc denoise` on a 12-megapixel JPEG as a whole command (a new process each call):
+    cold (its compilation cache emptied before every call) and warm (cache filled by the
+    warm-up call), against a plain OpenCV script doing the same work."""
     from PIL import Image
 
-    title = "imgproc denoise on a 12-megapixel JPEG (4000x3000), whole command"
-    print(f"\n{title}")
+    group = Group("command_denoise_12mp", "imgproc denoise on a 12-megapixel JPEG (4000x3000), whole command")
     exe = str(Path(sys.executable).with_name("imgproc"))
-    rows = []
+    script = (
+        "import cv2,sys,numpy as np; x=cv2.imread(sys.argv[1]); "
+        "k=np.full((5,5),-1,np.float32); k[2,2]=50; k/=k.sum(); "
+        "y=cv2.filter2D(cv2.GaussianBlur(x,(5,5),1.0),-1,k); cv2.imwrite(sys.argv[2],y,[cv2.IMWRITE_JPEG_QUALITY,95])"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         src = tmp / "big.jpg"
-        cat = Image.open(ROOT / "sample_images" / "chelsea.jpg").resize((4000, 3000), Image.BICUBIC)
-        cat.save(src, quality=90)
-        env = dict(os.environ, XDG_CACHE_HOME=str(tmp / "cache"))
-        runs = [("cold (empty compilation cache)", 1), ("warm (second run)", 1 if quick else 3)]
-        for label, n in runs:
-            times = []
-            for _ in range(n):
-                out = tmp / "out.jpg"
-                t = time.perf_counter()
-                subprocess.run([exe, "denoise", str(src), str(out), "--overwrite"], check=True, env=env)
-                times.append(time.perf_counter() - t)
-            ms = statistics.median(times) * 1e3
-            rows.append({"group": title, "name": f"imgproc denoise, {label}", "ms": ms, "cores": float("nan"), "vs": float("nan"), "baseline": ""})
-            print(f"  {label:<45} {ms:9.1f} ms")
-        script = (
-            "import cv2,sys,numpy as np; x=cv2.imread(sys.argv[1]); "
-            "k=np.full((5,5),-1,np.float32); k[2,2]=50; k/=k.sum(); "
-            "y=cv2.filter2D(cv2.GaussianBlur(x,(5,5),1.0),-1,k); cv2.imwrite(sys.argv[2],y,[cv2.IMWRITE_JPEG_QUALITY,95])"
-        )
-        try:
-            import cv2  # noqa: F401
+        Image.open(ROOT / "sample_images" / "chelsea.jpg").resize((4000, 3000), Image.BICUBIC).save(src, quality=90)
 
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-c", script, str(src), str(tmp / "cv.jpg")], check=True)
-            ms = (time.perf_counter() - t) * 1e3
-            rows.append({"group": title, "name": "plain OpenCV script, same work", "ms": ms, "cores": float("nan"), "vs": float("nan"), "baseline": ""})
-            print(f"  {'plain OpenCV script, same work':<45} {ms:9.1f} ms")
-        except ImportError:
-            pass
-    return rows
+        def imgproc_denoise(cache: Path, empty: bool):
+            if empty:
+                shutil.rmtree(cache, ignore_errors=True)
+            subprocess.run([exe, "denoise", str(src), str(tmp / "out.jpg"), "--overwrite"], check=True,
+                           env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
+
+        cases = [
+            Case("imgproc_cold", "imgproc denoise, cold (empty compilation cache)",
+                 lambda: imgproc_denoise(tmp / "cold-cache", empty=True), megapixels=12),
+            Case("imgproc_warm", "imgproc denoise, warm (compilation cache filled)",
+                 lambda: imgproc_denoise(tmp / "warm-cache", empty=False), megapixels=12),
+            Case("opencv_script", "plain OpenCV script, same work",
+                 lambda: subprocess.run([sys.executable, "-c", script, str(src), str(tmp / "cv.jpg")], check=True),
+                 megapixels=12),
+        ]
+        rows = time_group(group.id, cases, 1 if quick else 3)
+    print_group(group, rows)
+    return [group], rows
 
 
 # --------------------------------------------------------------------------- report
 
 
-def _find(rows, group_part, name_part):
-    for r in rows:
-        if group_part in r["group"] and r["name"].startswith(name_part):
-            return r
-    return None
+def _bandwidth(sigma: int) -> Target:
+    return Target(f"GPU separable Gaussian σ={sigma}, 256×224×224×3: ≥ 60% of copy bandwidth (GPU section)",
+                  group="gpu_gaussian", name="copy", baseline=f"imgproc_separable_sigma{sigma}", at_least=0.6,
+                  fmt="{:.0%}")
 
 
-def _gpu_fraction(label):
-    """Fraction of copy bandwidth of the ``label`` row in RESULTS_GPU.md (None when absent)."""
-    import re
-
-    gpu = HERE / "RESULTS_GPU.md"
-    if not gpu.exists():
-        return None
-    m = re.search(rf"\| {re.escape(label)} \| [0-9.]+ \| ([0-9]+)% \|", gpu.read_text())
-    return None if m is None else int(m.group(1)) / 100
-
-
-def targets_section(rows) -> str:
-    """The issue's targets against this run's numbers: measured value, target, met or missed."""
-    lines = ["## Targets (from this run)", "", "| target | measured | met? |", "|---|---:|---|"]
-
-    def add(text, value, ok, fmt):
-        lines.append(f"| {text} | {'not measured' if value is None else fmt.format(value)} | "
-                     f"{'' if value is None else ('yes' if ok(value) else '**missed**')} |")
-
-    for sigma, size in (("1", 5), ("3", 25)):
-        group = f"Gaussian sigma={sigma} ({size}x{size})"
-        me = _find(rows, group, "imgproc")
-        others = {k: _find(rows, group, k) for k in ("OpenCV", "dm-pix", "scipy")}
-        ok = me is not None and all(others.values())
-        add(f"Gaussian σ={sigma}, 2048²×3: ≤ 2.0× OpenCV's time", me["vs"] if ok else None, lambda v: v <= 2.0, "{:.2f}×")
-        add(f"Gaussian σ={sigma}: ≥ 20× faster than dm-pix", others["dm-pix"]["ms"] / me["ms"] if ok else None,
-            lambda v: v >= 20, "{:.1f}×")
-        add(f"Gaussian σ={sigma}: ≥ 4× faster than scipy.ndimage", others["scipy"]["ms"] / me["ms"] if ok else None,
-            lambda v: v >= 4, "{:.1f}×")
-    me = _find(rows, "Denoise pipeline", "imgproc")
-    add("Denoise pipeline: ≤ 2.5× OpenCV GaussianBlur + filter2D", me and me["vs"], lambda v: v <= 2.5, "{:.2f}×")
-    for sigma, size in (("1", 5), ("3", 25)):
-        me = _find(rows, f"{REUSE_PREFIX}Gaussian sigma={sigma} ({size}x{size})", "imgproc")
-        add(f"Gaussian σ={sigma}, 2048²×3: ≤ 2.0× OpenCV's time, both with `reuse_host_memory()`",
-            me and me["vs"], lambda v: v <= 2.0, "{:.2f}×")
-    me = _find(rows, "whole command", "imgproc denoise, warm")
-    add("`imgproc denoise` 12 MP JPEG, warm: < 2.5 s", me and me["ms"] / 1e3, lambda v: v < 2.5, "{:.2f} s")
-    me = _find(rows, "Augment", "imgproc Pipeline, strategy=map (default")
-    alb, amx = _find(rows, "Augment", "albumentations"), _find(rows, "Augment", "augmax")
-    add("Augment (default strategy): ≥ 1.5× albumentations' images/s",
-        alb["ms"] / me["ms"] if me and alb else None, lambda v: v >= 1.5, "{:.2f}×")
-    add("Augment (default strategy): ≥ 10× augmax's images/s",
-        amx["ms"] / me["ms"] if me and amx else None, lambda v: v >= 10, "{:.1f}×")
-    for sigma, size in (("1", 5), ("3", 25)):
-        add(f"GPU separable Gaussian σ={sigma}, 256×224×224×3: ≥ 60% of copy bandwidth (GPU section)",
-            _gpu_fraction(f"imgproc method=separable, σ={sigma} ({size}×{size})"), lambda v: v >= 0.6, "{:.0%}")
-    lines += ["", "Why the missed ones are missed, and what was tried: see the notes below."]
-    return "\n".join(lines)
+TARGETS = [
+    target
+    for sigma in (1, 3)
+    for target in (
+        Target(f"Gaussian σ={sigma}, 2048²×3: ≤ 2.0× OpenCV's time", group=f"gaussian_sigma{sigma}_2048",
+               name="imgproc_jit", baseline="opencv", at_most=2.0),
+        Target(f"Gaussian σ={sigma}: ≥ 20× faster than dm-pix", group=f"gaussian_sigma{sigma}_2048",
+               name="dmpix", baseline="imgproc_jit", at_least=20, fmt="{:.1f}×"),
+        Target(f"Gaussian σ={sigma}: ≥ 4× faster than scipy.ndimage", group=f"gaussian_sigma{sigma}_2048",
+               name="scipy", baseline="imgproc_jit", at_least=4, fmt="{:.1f}×"),
+    )
+] + [
+    Target("Denoise pipeline: ≤ 2.5× OpenCV GaussianBlur + filter2D", group="denoise_2048",
+           name="imgproc", baseline="opencv", at_most=2.5),
+] + [
+    Target(f"Gaussian σ={sigma}, 2048²×3: ≤ 2.0× OpenCV's time, both with `reuse_host_memory()`",
+           group=f"{REUSE_ID}gaussian_sigma{sigma}_2048", name="imgproc_jit", baseline="opencv", at_most=2.0)
+    for sigma in (1, 3)
+] + [
+    Target("`imgproc denoise` 12 MP JPEG, warm: ≤ 2.5 s", group="command_denoise_12mp", name="imgproc_warm",
+           at_most=2.5, fmt="{:.2f} s"),
+    Target("Augment (default strategy on CPU, map): ≥ 1.5× albumentations' images/s", group="augment",
+           name="albumentations", baseline="imgproc_map", at_least=1.5),
+    Target("Augment (default strategy on CPU, map): ≥ 10× augmax's images/s", group="augment",
+           name="augmax", baseline="imgproc_map", at_least=10, fmt="{:.1f}×"),
+    _bandwidth(1),
+    _bandwidth(3),
+]
 
 
-def write_results(rows, path: Path, notes: str = ""):
+def write_results(groups, rows, path: Path, notes: str = ""):
+    """RESULTS.md: header, one table per group, the targets (over this run's rows and the
+    GPU rows of RESULTS_GPU.json), the GPU section and the notes."""
+    gpu_md, gpu_json = HERE / "RESULTS_GPU.md", HERE / "RESULTS_GPU.json"  # written by `make bench-gpu`
+    gpu_rows = load(gpu_json)[1] if gpu_json.exists() else []
     lines = [
         "# Benchmark results",
         "",
@@ -316,22 +242,20 @@ def write_results(rows, path: Path, notes: str = ""):
         "",
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         f"- python {platform.python_version()}; " + ", ".join(f"{k} {v}" for k, v in versions().items()),
-        "- times are medians of repeated runs after a warm-up, the implementations of a group timed in turns (one call each per round; compilation excluded except in the whole-command rows);",
-        "  \"cores busy\" is process CPU time divided by wall time while the case ran.",
+        "- times are medians of repeated runs after a warm-up, the implementations of a group timed in turns "
+        "(one call each per round, benchmarks/harness.py; compilation excluded except in the whole-command rows);",
+        "  \"cores busy\" is CPU time (this process and its finished children) divided by wall time while the case ran.",
         "",
+        tables(groups, rows),
+        "",
+        "## Targets (from this run)",
+        "",
+        targets_table(TARGETS, rows + gpu_rows),
+        "",
+        "Why the missed ones are missed, and what was tried: see the notes below.",
     ]
-    group = None
-    for r in rows:
-        if r["group"] != group:
-            group = r["group"]
-            lines += ["", f"## {group}", "", "| implementation | median ms | ratio | cores busy |", "|---|---:|---:|---:|"]
-        ratio = "" if r["vs"] != r["vs"] else f"{r['vs']:.2f}× {r['baseline']}"
-        cores = "" if r["cores"] != r["cores"] else f"{r['cores']:.2f}"
-        lines.append(f"| {r['name']} | {r['ms']:.1f} | {ratio} | {cores} |")
-    lines += ["", targets_section(rows)]
-    gpu = HERE / "RESULTS_GPU.md"  # written by `make bench-gpu` on a GPU machine
-    if gpu.exists():
-        lines += ["", gpu.read_text().strip()]
+    if gpu_md.exists():
+        lines += ["", gpu_md.read_text().strip()]
     if notes:
         lines += ["", notes]
     path.write_text("\n".join(lines) + "\n")
@@ -339,36 +263,33 @@ def write_results(rows, path: Path, notes: str = ""):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
     parser.add_argument("--only", default="filters,command,augment,folder")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
-    repeats = 3 if args.quick else 7
     only = set(args.only.split(","))
     if args.reuse_host_memory_json:
-        import json
-
         import imgproc
 
         imgproc.reuse_host_memory()  # before any large allocation (imgproc.host_memory)
-        rows = filter_benchmarks(repeats, title_prefix=REUSE_PREFIX)
-        Path(args.reuse_host_memory_json).write_text(json.dumps(rows))
+        save(Path(args.reuse_host_memory_json), *filter_benchmarks(args.quick, reuse=True))
         return
-    rows = []
-    if "filters" in only:
-        rows += filter_benchmarks(repeats)
-        rows += reuse_host_memory_rows(args.quick)
-    if "command" in only:
-        rows += command_benchmark(args.quick)
-    for name in ("augment", "folder"):  # optional modules, each with run() -> rows
-        if name in only and (HERE / f"{name}.py").exists():
-            mod = importlib.import_module(name)
-            for r in mod.run():
-                rows.append({"group": r.get("group", name), "name": r["name"], "ms": r.get("ms", float("nan")),
-                             "cores": r.get("cores", float("nan")), "vs": r.get("vs", float("nan")), "baseline": r.get("baseline", "")})
+    groups, rows = [], []
+    benchmarks = {
+        "filters": lambda: filter_benchmarks(args.quick),
+        "reuse": lambda: reuse_host_memory_benchmarks(args.quick),
+        "command": lambda: command_benchmark(args.quick),
+        "augment": lambda: augment.run(args.quick),
+        "folder": lambda: folder.run(args.quick),
+    }
+    for name, bench in benchmarks.items():
+        if name in only or (name == "reuse" and "filters" in only):
+            new_groups, new_rows = bench()
+            groups += new_groups
+            rows += new_rows
     notes_path = HERE / "NOTES.md"
-    write_results(rows, Path(args.out), notes_path.read_text() if notes_path.exists() else "")
+    write_results(groups, rows, Path(args.out), notes_path.read_text() if notes_path.exists() else "")
     print(f"\nwrote {args.out}")
 
 
