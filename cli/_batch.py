@@ -27,6 +27,7 @@ import numpy as np
 
 from imgproc._io import OUTPUT_FORMATS, output_format, same_file, save_image, temp_files_for
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc._native_stderr import LOCK as NATIVE_STDERR_LOCK
 from imgproc.errors import ImgprocError, InputError, OutputError, WriteError
 
 # Files picked from a folder (the format itself is then read from the bytes).
@@ -171,14 +172,18 @@ class Reporter:
             self.task = self.bar.add_task("run", total=total, rate="", fails="")
             self.bar.start()
 
+    # Both hold the native-stderr lock while writing: a decoder thread may have fd 2
+    # pointed at a capture file (imgproc._native_stderr), and our lines must not land there.
     def _line(self, text: str):
-        if self.bar is not None:
-            self.bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
-        else:
-            click.echo(text, err=True)
+        with NATIVE_STDERR_LOCK:
+            if self.bar is not None:
+                self.bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            else:
+                click.echo(text, err=True)
 
     def _event(self, **fields):
-        click.echo(json.dumps(fields), err=True)
+        with NATIVE_STDERR_LOCK:
+            click.echo(json.dumps(fields), err=True)
 
     def error(self, path, reason, code):
         with self.lock:

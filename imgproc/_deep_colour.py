@@ -10,8 +10,9 @@ layout that cannot be read faithfully is refused, never returned scrambled.
   IDAT one), never the first animation frame. libpng's messages on stderr are captured.
 * **TIFF**: decoded by ``tifffile`` (with ``imagecodecs`` for LZW and the predictors) in
   every layout tifffile knows: strips or tiles, chunky or planar, little or big endian.
-  Only the compressions that Pillow also decodes are read (none, LZW, Deflate, PackBits),
-  so one rule holds at every bit depth; any other is refused by name. Premultiplied
+  Only the compressions that Pillow's libtiff also decodes are read (none, LZW, Deflate,
+  PackBits, LZMA, Zstandard), so one rule holds at every bit depth; any other is refused
+  by name (``unsupported TIFF compression: WebP``). Premultiplied
   alpha (ExtraSamples = 1, Pillow's "RGBa") is un-premultiplied exactly as Pillow does
   at 8 bits: ``c * 65535 // a`` saturated, and all zero where ``a == 0``.
 """
@@ -36,7 +37,7 @@ TIFF_COMPRESSION_NAMES = {
     33005: "JPEG 2000", 34712: "JPEG 2000", 34887: "LERC", 32809: "ThunderScan", 34676: "SGILog",
     34677: "SGILog24", 32771: "CCITT RLEW", 34892: "lossy JPEG (DNG)",
 }
-READ_TIFF16_COMPRESSIONS = {1, 5, 8, 32946, 32773}
+READ_TIFF16_COMPRESSIONS = {1, 5, 8, 32946, 32773, 34925, 50000}
 
 
 def compression_name(value) -> str:

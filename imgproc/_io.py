@@ -9,6 +9,9 @@ truncated files) are in :mod:`imgproc._loader`.
 
 ``save_image`` writes atomically: a temporary file in the destination folder, fsync,
 ``os.replace``; on any failure the temporary file is removed and nothing is left behind.
+Encoders that print on stderr (libtiff, libpng through OpenCV, tifffile's log) run with
+that output captured (:mod:`imgproc._native_stderr`); it is part of the error when the
+encoder fails and dropped when it succeeds.
 It refuses to replace an existing file unless ``overwrite=True`` and always refuses to write
 over ``source`` (the image's own input, also through links).
 
@@ -21,6 +24,7 @@ and BMP.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tempfile
@@ -30,6 +34,7 @@ import numpy as np
 from PIL import Image
 
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc._native_stderr import captured, tifffile_messages
 from imgproc.errors import OutputError, WriteError
 
 __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
@@ -141,8 +146,30 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP", "TIFF"):
         params["icc_profile"] = icc_profile
     buf = io.BytesIO()
-    pil.save(buf, format=fmt, **params)
+    if fmt == "TIFF":  # libtiff (Pillow's TIFF writer with compression) prints on fd 2
+        with _native_call(fmt):
+            pil.save(buf, format=fmt, **params)
+    else:
+        pil.save(buf, format=fmt, **params)
     return buf.getvalue()
+
+
+@contextlib.contextmanager
+def _native_call(fmt):
+    """Run an encoder with its native stderr and tifffile's log captured: nothing reaches
+    stderr; a failure becomes one RuntimeError naming the format and what the library said
+    (an encoder refusing a valid array is an internal error, exit code 70)."""
+    error = None
+    with captured() as cap, tifffile_messages() as msgs:
+        try:
+            yield
+        except (ValueError, TypeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised below with what the library said
+            error = e
+    if error is not None:
+        said = "; ".join([str(error).splitlines()[0] if str(error) else type(error).__name__] + cap.lines() + msgs)
+        raise RuntimeError(f"cannot encode {fmt} ({said[:300]})") from error
 
 
 def _encode_16bit_colour(arr, fmt):
@@ -150,15 +177,21 @@ def _encode_16bit_colour(arr, fmt):
         import tifffile
 
         buf = io.BytesIO()
-        tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
+        with _native_call(fmt):
+            tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
         return buf.getvalue()
     try:
         import cv2
     except ImportError:
         return None
+    with contextlib.suppress(Exception):  # OpenCV's own logging; libpng's goes to fd 2
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
     bgr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2BGR if arr.shape[2] == 3 else cv2.COLOR_RGBA2BGRA)
-    ok, buf = cv2.imencode(".png", bgr)
-    return buf.tobytes() if ok else None
+    with _native_call(fmt):
+        ok, buf = cv2.imencode(".png", bgr)
+    if not ok:
+        raise RuntimeError("cannot encode 16-bit PNG (OpenCV refused it)")
+    return buf.tobytes()
 
 
 def _encode_jpeg_fast(arr, quality, exif, icc_profile):

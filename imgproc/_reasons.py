@@ -25,7 +25,7 @@ __all__ = ["explain", "png_chunk_problem", "jpeg_problem", "tiff_problem"]
 
 # Pillow refuses text and ICC chunks that inflate beyond this (PngImagePlugin.MAX_TEXT_CHUNK).
 _PNG_ZCHUNKS = {b"iCCP", b"zTXt", b"iTXt"}
-_PILLOW_TIFF_COMPRESSIONS = {1, 2, 3, 4, 5, 6, 7, 8, 32771, 32773, 32946, 32809, 34676, 34677}
+_PILLOW_TIFF_COMPRESSIONS = {1, 2, 3, 4, 5, 6, 7, 8, 32771, 32773, 32946, 32809, 34676, 34677, 34925, 50000}
 
 
 def explain(data: bytes, fmt: str, said: list[str] = ()) -> str | None:
