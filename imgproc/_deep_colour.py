@@ -109,6 +109,8 @@ def decode_tiff16(data: bytes, path, channels: int):
                 comp = int(page.compression)
                 if comp not in READ_TIFF16_COMPRESSIONS:
                     raise InvalidImageError(path, f"unsupported TIFF compression: {compression_name(comp)}")
+                if int(page.photometric) != 2:
+                    raise InvalidImageError(path, f"unsupported: 16-bit TIFF with photometric interpretation {int(page.photometric)}")
                 arr = page.asarray()
                 axes = page.axes
                 extra = tuple(int(x) for x in (page.extrasamples or ()))

@@ -10,23 +10,39 @@ What it promises, for any sequence of bytes:
   (``max_pixels``, default 90 megapixels), so a decompression bomb is refused in
   milliseconds and a few kilobytes of memory;
 * a truncated file is refused unless ``allow_truncated=True`` (then what is there is
-  decoded, the rest is grey/black, and a warning says so);
-* an animated GIF or a multi-page TIFF gives its first frame, with a warning;
+  decoded, the rest is grey/black, and a warning says so); the error suggests the option
+  only when trying it does get pixels out of the file;
+* an animated GIF/PNG/WebP or a multi-page TIFF gives its first frame (for an APNG the
+  default image, at every bit depth), with a warning;
 * a corrupt EXIF block is ignored with a warning (the image is still processed);
 * every failure is an :class:`~imgproc.errors.InvalidImageError` (exit code 65) with one
-  line saying why, never another exception (checked by the fuzz harness in ``fuzz/``).
+  line saying why, never another exception (checked by the fuzz harness in ``fuzz/``);
+  when the decoder's own message is vague, :mod:`imgproc._reasons` reads the true reason
+  from the bytes (``unsupported: 12-bit JPEG``, ``unsupported TIFF compression: WebP``,
+  ``corrupt PNG chunk iCCP (too large)``);
+* nothing a native library prints reaches stderr: libtiff's and libpng's messages (fd 2)
+  and tifffile's log are captured (:mod:`imgproc._native_stderr`) and end the error's
+  reason, or become one warning when the file decoded anyway.
 
 Content (see ``docs/cli.md``): EXIF orientation 2-8 is applied (the pixels are turned
-upright, the returned EXIF says orientation 1); grey stays ``(H, W)``; grey + alpha is
-``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency; 1-bit
-becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth;
+upright, the returned EXIF says orientation 1), read after the pixels from wherever Pillow
+finds it -- the EXIF block, a PNG eXIf chunk after the image data, ImageMagick's
+``Raw profile type exif`` text chunk, and XMP ``tiff:Orientation`` when there is no EXIF
+orientation (Pillow's ``ImageOps.exif_transpose`` rule); grey stays ``(H, W)``; grey +
+alpha is ``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency;
+a transparency colour (tRNS) on a grey or RGB PNG adds no alpha at any bit depth; 1-bit
+becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth
+(16-bit colour through :mod:`imgproc._deep_colour`: every TIFF layout, no fallback to a
+decoder that could scramble it; premultiplied alpha un-premultiplied like Pillow's 8-bit
+path); 32-bit float RGB TIFF is refused as unsupported (one-sample float TIFF is read);
 CMYK is converted to RGB through its embedded ICC profile when it has one (else with the
 plain inversion formula); any other ICC profile is kept as is (the pixels are not
 converted) and written to the output unless metadata are stripped.
 
 JPEG RGB and grey images are decoded with libjpeg-turbo through ``simplejpeg`` (4x faster
-than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); Pillow does everything
-else and reads the metadata.
+than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); 16-bit colour PNG with
+libpng (imagecodecs) and TIFF with tifffile; Pillow does everything else and reads the
+metadata.
 """
 
 from __future__ import annotations
