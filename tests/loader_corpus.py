@@ -93,7 +93,7 @@ def pil(arr, fmt, **kw) -> bytes:
 def png16(arr) -> bytes:
     import imagecodecs
 
-    return bytes(imagecodecs.png_encode(arr))
+    return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
 
 
 def chunk(ctype: bytes, body: bytes) -> bytes:
@@ -258,6 +258,12 @@ GOOD = [
     Good("tiff16_rgba.tif", lambda: tiff(RGBA16, photometric="rgb", extrasamples=[2]), lambda: RGBA16, "high byte"),
     Good("tiff16_rgba_lzw_planar.tif", lambda: tiff(planar(RGBA16), photometric="rgb", extrasamples=[2], planarconfig="separate", compression="lzw"),
          lambda: RGBA16, "high byte"),
+    Good("tiff16_rgb_planar_tiled.tif", lambda: tiff(planar(RGB16), photometric="rgb", planarconfig="separate", tile=(16, 16)), lambda: RGB16,
+         None, "Pillow 13 mixes the planes of uncompressed planar 16-bit RGB"),
+    Good("tiff16_grey_bigendian_tiled.tif", lambda: tiff(RGB16[..., 0], byteorder=">", tile=(16, 16)), lambda: RGB16[..., 0], "equal"),
+    Good("tiff8_rgb_planar.tif", lambda: tiff(planar(rgb8()), photometric="rgb", planarconfig="separate"), rgb8, "equal"),
+    Good("tiff8_rgba_planar_tiled.tif", lambda: tiff(planar(RGBA16 >> 8).astype(np.uint8), photometric="rgb", planarconfig="separate",
+                                                      extrasamples=[2], tile=(16, 16)), lambda: (RGBA16 >> 8).astype(np.uint8), "equal"),
     Good("tiff16_premultiplied.tif", lambda: tiff(PRE16, photometric="rgb", extrasamples=[1]), lambda: unpremultiplied(PRE16), None,
          "Pillow un-premultiplies 16-bit RGBa from the high bytes only (8-bit precision, far off for small alpha)"),
     Good("tiff8_premultiplied.tif", lambda: tiff(PRE8, photometric="rgb", extrasamples=[1]), lambda: unpremultiplied(PRE8), "equal"),
@@ -270,6 +276,9 @@ GOOD = [
     Good("jpeg_xmp_orientation.jpg", lambda: pil(_EXIF6, "JPEG", quality=95, xmp=xmp_orientation(6)[22:]), None, "exif_transpose"),
     # 5. one rule for tRNS and animation at every depth
     Good("png16_rgb_trns.png", lambda: trns_rgb(png16(RGB16), RGB16[0, 0], 16), lambda: RGB16, "high byte"),
+    Good("png16_grey_trns.png", lambda: insert_png(png16(RGB16[..., 0]), b"tRNS", struct.pack(">H", int(RGB16[0, 0, 0]))),
+         lambda: RGB16[..., 0], "equal"),
+    Good("png16_rgba.png", lambda: png16(RGBA16), lambda: RGBA16, "high byte"),
     Good("png8_rgb_trns.png", lambda: trns_rgb(pil(rgb8(), "PNG"), rgb8()[0, 0], 8), rgb8, "equal"),
     Good("apng16_default_image.png", lambda: apng(png16(RGB16), [png16(65535 - RGB16), png16(RGB16 // 2)], default_in_animation=False),
          lambda: RGB16, "high byte"),
