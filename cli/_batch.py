@@ -168,7 +168,8 @@ class Reporter:
             self.bar = Progress(TextColumn("[bold]imgproc"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                                 TextColumn("{task.fields[fails]}"),
-                                console=Console(stderr=True, highlight=False), transient=False)
+                                console=Console(stderr=True, highlight=False), transient=False,
+                                auto_refresh=False)  # redrawn in _tick, under the capture lock
             self.task = self.bar.add_task("run", total=total, rate="", fails="")
             self.bar.start()
 
@@ -225,8 +226,10 @@ class Reporter:
         left = self.total - self.done
         eta = left / rate if rate > 0 else float("nan")
         if self.bar is not None:
-            self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} img/s",
-                            fails=f"{self.failed} failed" if self.failed else "")
+            with NATIVE_STDERR_LOCK:
+                self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} img/s",
+                                fails=f"{self.failed} failed" if self.failed else "")
+                self.bar.refresh()
             return
         if self.opts.quiet or now - self.last_log < self.opts.log_interval:
             return

@@ -164,7 +164,7 @@ def tiff_problem(data: bytes, said=()) -> str | None:
         return f"unsupported TIFF compression: {compression_name(comp)}"
     kind = {0: "white-is-zero grey", 1: "grey", 2: "RGB", 3: "palette", 5: "CMYK", 6: "YCbCr", 8: "CIELab"}.get(photometric, f"photometric {photometric}")
     if fmt == 3:
-        return f"unsupported: {bits}-bit floating-point {kind} TIFF ({spp} samples per pixel; only 1-sample float TIFF is read)"
+        return f"unsupported: {bits}-bit floating-point {kind} TIFF (imgproc reads 32-bit floating-point grey only)"
     if bits not in (1, 2, 4, 8, 16) or (bits == 16 and spp > 4):
         return f"unsupported: {bits}-bit {kind} TIFF with {spp} samples per pixel"
     return None
