@@ -16,7 +16,9 @@ containing ``reason``.
 
 What cannot be generated: every class of the issue can be. A 12-bit JPEG comes from
 imagecodecs' libjpeg-turbo 3 (``jpeg8_encode(..., bitspersample=12)``); Pillow cannot
-write one.
+write one. Interlaced 16-bit PNG, APNG, eXIf-after-IDAT, tRNS and broken chunks are
+written byte by byte here (``png_raw``, ``apng``, ``insert_png``, ``bad_crc``); damaged
+TIFF strips are made by overwriting the middle of each strip (``corrupt_tiff_strips``).
 """
 
 from __future__ import annotations
@@ -94,6 +96,32 @@ def png16(arr) -> bytes:
     import imagecodecs
 
     return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
+
+
+_ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+
+
+def png_raw(arr, *, interlace=False) -> bytes:
+    """A PNG written here (filter 0), for what no library at hand writes: 16-bit colour
+    with Adam7 interlacing. ``arr``: (H, W[, C]) uint8 or uint16, C in 1..4."""
+    arr = np.asarray(arr)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    h, w, c = arr.shape
+    bits = 16 if arr.dtype == np.uint16 else 8
+    colour_type = {1: 0, 2: 4, 3: 2, 4: 6}[c]
+    big = arr.astype(">u2") if bits == 16 else arr
+
+    def rows(a):
+        return b"".join(b"\x00" + a[y].tobytes() for y in range(a.shape[0]))
+
+    if interlace:
+        raw = b"".join(rows(np.ascontiguousarray(big[y0::dy, x0::dx])) for x0, y0, dx, dy in _ADAM7
+                       if big[y0::dy, x0::dx].size)
+    else:
+        raw = rows(big)
+    ihdr = struct.pack(">IIBBBBB", w, h, bits, colour_type, 0, 0, 1 if interlace else 0)
+    return assemble([(b"IHDR", ihdr), (b"IDAT", zlib.compress(raw)), (b"IEND", b"")])
 
 
 def chunk(ctype: bytes, body: bytes) -> bytes:
@@ -268,6 +296,9 @@ GOOD = [
          "Pillow un-premultiplies 16-bit RGBa from the high bytes only (8-bit precision, far off for small alpha)"),
     Good("tiff8_premultiplied.tif", lambda: tiff(PRE8, photometric="rgb", extrasamples=[1]), lambda: unpremultiplied(PRE8), "equal"),
     # 3. orientation from every place Pillow reads it
+    Good("tiff16_orientation_6.tif", lambda: tiff(store_for(6, RGB16), photometric="rgb", compression="lzw", extratags=[(274, "H", 1, 6, True)]),
+         lambda: RGB16, "high byte"),
+    Good("tiff8_orientation_6.tif", lambda: tiff(_EXIF6, photometric="rgb", extratags=[(274, "H", 1, 6, True)]), rgb8, "exif_transpose"),
     Good("png_exif_after_idat.png", lambda: insert_png(pil(_EXIF6, "PNG"), b"eXIf", exif_bytes(6), after=b"IDAT"), rgb8, "exif_transpose"),
     Good("png16_exif_after_idat.png", lambda: insert_png(png16(store_for(6, RGB16)), b"eXIf", exif_bytes(6), after=b"IDAT"),
          lambda: RGB16, "high byte"),
@@ -278,6 +309,9 @@ GOOD = [
     Good("png16_rgb_trns.png", lambda: trns_rgb(png16(RGB16), RGB16[0, 0], 16), lambda: RGB16, "high byte"),
     Good("png16_grey_trns.png", lambda: insert_png(png16(RGB16[..., 0]), b"tRNS", struct.pack(">H", int(RGB16[0, 0, 0]))),
          lambda: RGB16[..., 0], "equal"),
+    Good("png16_rgb_interlaced.png", lambda: png_raw(RGB16, interlace=True), lambda: RGB16, "high byte"),
+    Good("png16_rgba_interlaced.png", lambda: png_raw(RGBA16, interlace=True), lambda: RGBA16, "high byte"),
+    Good("png8_rgb_interlaced.png", lambda: png_raw(rgb8(), interlace=True), rgb8, "equal"),
     Good("png16_rgba.png", lambda: png16(RGBA16), lambda: RGBA16, "high byte"),
     Good("png8_rgb_trns.png", lambda: trns_rgb(pil(rgb8(), "PNG"), rgb8()[0, 0], 8), rgb8, "equal"),
     Good("apng16_default_image.png", lambda: apng(png16(RGB16), [png16(65535 - RGB16), png16(RGB16 // 2)], default_in_animation=False),
