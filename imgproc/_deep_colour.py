@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import struct
+import zlib
 
 import numpy as np
 
@@ -69,11 +70,13 @@ def _chunks(data: bytes):
 
 def critical_png(data: bytes) -> bytes:
     """The PNG with only IHDR, PLTE, IDAT and IEND kept (tRNS, APNG frames, text, ICC...
-    dropped), chunk bytes unchanged."""
+    dropped). The kept chunks' CRCs are recomputed: Pillow, which has already accepted the
+    file, does not check IDAT's CRC either, so both depths follow one rule."""
     parts = [data[:8]]
     for ctype, start, end in _chunks(data):
         if ctype in (b"IHDR", b"PLTE", b"IDAT", b"IEND"):
-            parts.append(data[start:end])
+            body = data[start + 8:end - 4]
+            parts.append(data[start:start + 8] + body + struct.pack(">I", zlib.crc32(ctype + body) & 0xFFFFFFFF))
     if not parts[-1][4:8] == b"IEND":
         parts.append(b"\x00\x00\x00\x00IEND\xaeB`\x82")
     return b"".join(parts)

@@ -58,7 +58,7 @@ import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from imgproc._deep_colour import decode_png16, decode_tiff16
-from imgproc._native_stderr import captured
+from imgproc._native_stderr import captured, library_log
 from imgproc._reasons import explain
 from imgproc.errors import ImgprocWarning, InputError, InvalidImageError
 
@@ -238,7 +238,15 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
         raise InvalidImageError(path, f"format {fmt} is not allowed here; allowed: {', '.join(allowed)}")
     said: list[str] = []
     try:
-        return _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said)
+        with library_log() as logged:  # Pillow's plugins log some problems instead of warning
+            try:
+                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said)
+            finally:
+                said.extend(f"Pillow: {m}" for m in logged)
+        for m in dict.fromkeys(logged):
+            note(f"Pillow: {m}"[:200])
+            info.warnings.append(f"Pillow: {m}"[:200])
+        return arr, info
     except (InvalidImageError, InputError):
         raise
     except MemoryError:
@@ -348,8 +356,12 @@ def _load(img, path, fmt, allow_truncated, note, said):
     if fmt != "TIFF":
         truncated = _load_pixels(img, allow_truncated)
     else:
+        # Pillow's TIFF load also re-reads the tags (ImageOps.exif_transpose in load_end)
+        # and warns about corrupt ones through the warnings module: recorded here, under
+        # the same lock as the header read, never printed.
         error = truncated = None
-        with captured() as cap:
+        with _meta_lock, warnings.catch_warnings(record=True) as caught, captured() as cap:
+            warnings.simplefilter("always")
             try:
                 truncated = _load_pixels(img, allow_truncated)
             except Exception as e:  # noqa: BLE001 - re-raised below, after the capture ends
@@ -360,6 +372,9 @@ def _load(img, path, fmt, allow_truncated, note, said):
             raise error
         if lines:
             note("; ".join(lines)[:200])
+        problems = list(dict.fromkeys(str(w.message).strip() for w in caught if issubclass(w.category, UserWarning)))
+        if problems:
+            note(("corrupt TIFF tags ignored (" + "; ".join(problems))[:196] + ")")
     if truncated:
         note(f"truncated {fmt} file: decoded what was there (--allow-truncated)")
 

@@ -3,8 +3,8 @@
 libtiff (inside Pillow), libpng (inside imagecodecs and OpenCV) and their kin print their
 complaints straight to file descriptor 2 (``TIFFFillStrip: Read error on strip 0``,
 ``PNG warning: tEXt: CRC error``); a Python-level ``sys.stderr`` redirect does not see them.
-tifffile reports through the ``tifffile`` logger, which prints on stderr when nobody has
-configured logging. Either way the text would break the command line's promise of one
+tifffile and Pillow's TIFF and PNG plugins report through Python loggers, which print
+on stderr when nobody has configured logging. Either way the text would break the command line's promise of one
 ``error: PATH: reason`` line per failed file and of JSON-only lines with
 ``--log-format json``.
 
@@ -18,8 +18,8 @@ print are wrapped (libtiff decoding, libpng, OpenCV and Pillow's libtiff-backed 
 writer); the fast paths (libjpeg-turbo through simplejpeg, Pillow's PNG, WebP, GIF and
 BMP decoders) never print and run unserialized.
 
-:func:`tifffile_messages` collects the ``tifffile`` logger's records of the calling thread
-instead (no lock needed).
+:func:`library_log` collects the warnings and errors that the ``tifffile`` and Pillow
+loggers record on the calling thread instead (no lock needed).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 
-__all__ = ["LOCK", "Captured", "captured", "tifffile_messages", "tidy"]
+__all__ = ["LOCK", "Captured", "captured", "library_log", "tifffile_messages", "tidy"]
 
 LOCK = threading.RLock()
 _local = threading.local()
@@ -111,11 +111,16 @@ def captured():
             cap.text = data.decode("utf-8", "replace")
 
 
-class _TifffileFilter(logging.Filter):
+# Python loggers of the decoders: with no logging configured, their warnings and errors
+# are printed on stderr by logging's last-resort handler.
+_LOGGERS = {"tifffile": "tifffile", "PIL.TiffImagePlugin": "Pillow", "PIL.PngImagePlugin": "Pillow", "PIL.ImageFile": "Pillow"}
+
+
+class _LibraryLogFilter(logging.Filter):
     def filter(self, record):
-        sink = getattr(_local, "tifffile", None)
-        if sink is None:
-            return True  # not ours: normal logging
+        sink = getattr(_local, "log", None)
+        if sink is None or record.levelno < logging.WARNING:
+            return True  # not ours (or below what would be printed): normal logging
         try:
             sink.append(record.getMessage())
         except Exception:  # noqa: BLE001 - a malformed record: keep the rest
@@ -123,20 +128,24 @@ class _TifffileFilter(logging.Filter):
         return False
 
 
-_filter = _TifffileFilter()
+_filter = _LibraryLogFilter()
 
 
 @contextlib.contextmanager
-def tifffile_messages():
-    """``with tifffile_messages() as msgs: tifffile_call()`` -- the ``tifffile`` logger's
-    messages from this thread land in ``msgs`` (a list) instead of on stderr."""
-    logger = logging.getLogger("tifffile")
-    if _filter not in logger.filters:
-        logger.addFilter(_filter)
-    previous = getattr(_local, "tifffile", None)
+def library_log():
+    """``with library_log() as msgs: call()`` -- warnings and errors that tifffile and
+    Pillow log from this thread land in ``msgs`` (a list) instead of on stderr."""
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if _filter not in logger.filters:
+            logger.addFilter(_filter)
+    previous = getattr(_local, "log", None)
     msgs: list[str] = []
-    _local.tifffile = msgs
+    _local.log = msgs
     try:
         yield msgs
     finally:
-        _local.tifffile = previous
+        _local.log = previous  # nested blocks keep their own messages
+
+
+tifffile_messages = library_log
