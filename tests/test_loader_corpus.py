@@ -227,3 +227,14 @@ def _damage_all(seeds, decode_bytes):
                 decode_bytes(bytes(d), name, warn=lambda p, m: None, allow_truncated=bool(seed % 2))
             except InvalidImageError as e:
                 assert "\n" not in str(e)
+
+
+def test_encoders_print_nothing(capfd, tmp_path):
+    from loader_corpus import ramp16, rgb8
+
+    capfd.readouterr()
+    images = [rgb8(), rgb8()[..., 0], ramp16(3), ramp16(4), ramp16(1)[..., 0], np.dstack([rgb8(), rgb8()[..., :1]])]
+    for i, img in enumerate(images):
+        for ext in (".png", ".tif", ".jpg", ".webp", ".bmp"):
+            imgproc.save_image(tmp_path / f"{i}{ext}", img)
+    assert capfd.readouterr().err == ""
