@@ -280,7 +280,8 @@ def _native_suffix(said, sep=" (") -> str:
 def _truncated_decode_works(data, fmt, max_pixels) -> bool:
     """Whether --allow-truncated would get pixels out of this file (so suggesting it helps)."""
     try:
-        _decode(data, "<retry>", fmt, max_pixels, True, lambda m: None, [], [])
+        with library_log():
+            _decode(data, "<retry>", fmt, max_pixels, True, lambda m: None, [], [])
         return True
     except Exception:  # noqa: BLE001 - it does not help
         return False
@@ -325,7 +326,6 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
     if arr is not None and channels:
         for m in messages:
             note(m[:200])
-    icc = None
     if arr is None:
         _load(img, path, fmt, allow_truncated, note, said)
         arr, icc = _to_array(img, path, img.info.get("icc_profile") or None, note)
