@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-from imgproc._native_stderr import captured, tifffile_messages
+from imgproc._native_stderr import captured, library_log
 from imgproc.errors import InvalidImageError
 
 __all__ = ["decode_png16", "decode_tiff16", "unpremultiply", "TIFF_COMPRESSION_NAMES", "READ_TIFF16_COMPRESSIONS"]
@@ -105,7 +105,7 @@ def decode_tiff16(data: bytes, path, channels: int):
     TIFF, in any layout tifffile reads."""
     import tifffile
 
-    with tifffile_messages() as msgs:
+    with library_log() as msgs:
         try:
             with tifffile.TiffFile(io.BytesIO(data)) as tif:
                 page = tif.pages[0]

@@ -9,11 +9,11 @@ truncated files) are in :mod:`imgproc._loader`.
 
 ``save_image`` writes atomically: a temporary file in the destination folder, fsync,
 ``os.replace``; on any failure the temporary file is removed and nothing is left behind.
-Encoders that print on stderr (libtiff, libpng through OpenCV, tifffile's log) run with
-that output captured (:mod:`imgproc._native_stderr`); it is part of the error when the
-encoder fails and dropped when it succeeds.
 It refuses to replace an existing file unless ``overwrite=True`` and always refuses to write
-over ``source`` (the image's own input, also through links).
+over ``source`` (the image's own input, also through links). Encoders that may print on
+stderr (libtiff, libpng through OpenCV, tifffile's log) run with that output captured
+(:mod:`imgproc._native_stderr`); it is part of the error when the encoder fails and
+dropped when it succeeds.
 
 Conversions on save (no hidden rescaling otherwise): float images are taken as values in
 [0, 1] and written as 8-bit ``round(255 x)`` saturated; uint16 is written at full depth to
@@ -34,7 +34,7 @@ import numpy as np
 from PIL import Image
 
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
-from imgproc._native_stderr import captured, tifffile_messages
+from imgproc._native_stderr import captured, library_log
 from imgproc.errors import OutputError, WriteError
 
 __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
@@ -160,7 +160,7 @@ def _native_call(fmt):
     stderr; a failure becomes one RuntimeError naming the format and what the library said
     (an encoder refusing a valid array is an internal error, exit code 70)."""
     error = None
-    with captured() as cap, tifffile_messages() as msgs:
+    with captured() as cap, library_log() as msgs:
         try:
             yield
         except (ValueError, TypeError):

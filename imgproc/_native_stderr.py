@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 
-__all__ = ["LOCK", "Captured", "captured", "library_log", "tifffile_messages", "tidy"]
+__all__ = ["LOCK", "Captured", "captured", "library_log", "tidy"]
 
 LOCK = threading.RLock()
 _local = threading.local()
@@ -146,6 +146,3 @@ def library_log():
         yield msgs
     finally:
         _local.log = previous  # nested blocks keep their own messages
-
-
-tifffile_messages = library_log

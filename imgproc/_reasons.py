@@ -148,9 +148,9 @@ def tiff_problem(data: bytes, said=()) -> str | None:
             return f"unsupported TIFF compression: {compression_name(comp)}"
     import tifffile
 
-    from imgproc._native_stderr import tifffile_messages
+    from imgproc._native_stderr import library_log
 
-    with tifffile_messages():
+    with library_log():
         with tifffile.TiffFile(io.BytesIO(data)) as tif:
             page = tif.pages[0]
             comp = int(page.compression)
