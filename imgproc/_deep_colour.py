@@ -100,9 +100,11 @@ def decode_png16(data: bytes, path, channels: int):
     return arr, [f"libpng: {m}" for m in said]
 
 
-def decode_tiff16(data: bytes, path, channels: int):
+def decode_tiff16(data: bytes, path, channels: int, size: tuple[int, int]):
     """``(array, messages)`` for page 0 of a 16-bit RGB (``channels`` 3) or RGB + alpha (4)
-    TIFF, in any layout tifffile reads."""
+    TIFF, in any layout tifffile reads. ``size``: ``(width, height)`` as Pillow read it
+    from the header (and checked against the pixel limit); tifffile must agree before it
+    decodes anything."""
     import tifffile
 
     with library_log() as msgs:
@@ -114,6 +116,9 @@ def decode_tiff16(data: bytes, path, channels: int):
                     raise InvalidImageError(path, f"unsupported TIFF compression: {compression_name(comp)}")
                 if int(page.photometric) != 2:
                     raise InvalidImageError(path, f"unsupported: 16-bit TIFF with photometric interpretation {int(page.photometric)}")
+                wh = (int(page.imagewidth), int(page.imagelength))
+                if tuple(size) not in (wh, wh[::-1]):  # Pillow 13 reports orientations 5-8 turned
+                    raise InvalidImageError(path, f"corrupt TIFF (tifffile reads {page.imagewidth}x{page.imagelength}, Pillow {size[0]}x{size[1]})")
                 arr = page.asarray()
                 axes = page.axes
                 extra = tuple(int(x) for x in (page.extrasamples or ()))

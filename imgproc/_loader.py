@@ -322,7 +322,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
         _load(img, path, fmt, allow_truncated, note, said)
         arr, messages = decode_png16(data, path, channels)
     elif channels:
-        arr, messages = decode_tiff16(data, path, channels)
+        arr, messages = decode_tiff16(data, path, channels, img.size)
     if arr is not None and channels:
         for m in messages:
             note(m[:200])
