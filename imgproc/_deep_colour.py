@@ -1,6 +1,7 @@
 """16-bit colour PNG and TIFF at full depth (Pillow reads them at 8 bits).
 
-Both decoders return ``(H, W, 3)`` or ``(H, W, 4)`` uint16 in RGB(A) order, or raise
+Both decoders return ``(H, W, 3)`` or ``(H, W, 4)`` uint16 in RGB(A) order (PNG also
+``(H, W, 2)`` grey + alpha, which Pillow reads as 8-bit RGBA), or raise
 :class:`~imgproc.errors.InvalidImageError`: there is no fallback to another decoder, so a
 layout that cannot be read faithfully is refused, never returned scrambled.
 
@@ -83,7 +84,8 @@ def critical_png(data: bytes) -> bytes:
 
 
 def decode_png16(data: bytes, path, channels: int):
-    """``(array, messages)`` for a 16-bit RGB (``channels`` 3) or RGBA (4) PNG."""
+    """``(array, messages)`` for a 16-bit grey + alpha (``channels`` 2), RGB (3) or RGBA (4)
+    PNG."""
     import imagecodecs
 
     with captured() as cap:

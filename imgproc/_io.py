@@ -17,7 +17,8 @@ dropped when it succeeds.
 
 Conversions on save (no hidden rescaling otherwise): float images are taken as values in
 [0, 1] and written as 8-bit ``round(255 x)`` saturated; uint16 is written at full depth to
-PNG/TIFF (grey through Pillow, colour through OpenCV) and scaled to 8 bits
+PNG/TIFF (grey through Pillow, colour through OpenCV or tifffile, grey + alpha to PNG
+through imagecodecs) and scaled to 8 bits
 (``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
 and BMP.
 """
@@ -135,6 +136,11 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
         encoded = _encode_16bit_colour(arr, fmt)
         if encoded is not None:
             return encoded
+    if arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] == 2 and fmt == "PNG":
+        import imagecodecs  # 16-bit grey + alpha: neither Pillow nor OpenCV writes it
+
+        with _native_call(fmt):
+            return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
     if fmt == "JPEG":
         encoded = _encode_jpeg_fast(arr, quality, exif, icc_profile)
         if encoded is not None:

@@ -31,7 +31,8 @@ finds it -- the EXIF block, a PNG eXIf chunk after the image data, ImageMagick's
 orientation (Pillow's ``ImageOps.exif_transpose`` rule); grey stays ``(H, W)``; grey +
 alpha is ``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency;
 a transparency colour (tRNS) on a grey or RGB PNG adds no alpha at any bit depth; 1-bit
-becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth
+becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth,
+as does 16-bit grey + alpha PNG (``(H, W, 2)``, where Pillow gives 8-bit RGBA)
 (16-bit colour through :mod:`imgproc._deep_colour`: every TIFF layout, no fallback to a
 decoder that could scramble it; premultiplied alpha un-premultiplied like Pillow's 8-bit
 path); 32-bit float RGB TIFF is refused as unsupported (one-sample float TIFF is read);
@@ -433,13 +434,16 @@ def _decode_jpeg_fast(data, mode):
 
 
 def _deep_colour_channels(img, fmt, data) -> int:
-    """3 or 4 for a 16-bit RGB / RGBA PNG or TIFF (decoded at full depth by
-    :mod:`imgproc._deep_colour`), else 0."""
-    if fmt not in ("PNG", "TIFF") or img.mode not in ("RGB", "RGBA", "RGBa"):
+    """Channels of a 16-bit grey + alpha (2, PNG only), RGB (3) or RGBA (4) PNG or TIFF,
+    decoded at full depth by :mod:`imgproc._deep_colour`; 0 for anything else. (Pillow
+    reads these at 8 bits, 16-bit grey + alpha PNG even as RGBA.)"""
+    if fmt == "PNG":
+        if len(data) > 26 and data[24] == 16:
+            return {4: 2, 2: 3, 6: 4}.get(data[25], 0)
+        return 0
+    if fmt != "TIFF" or img.mode not in ("RGB", "RGBA", "RGBa"):
         return 0
     channels = 3 if img.mode == "RGB" else 4
-    if fmt == "PNG":
-        return channels if len(data) > 26 and data[24] == 16 and data[25] in (2, 6) else 0
     try:
         bits = img.tag_v2.get(258)
     except Exception:  # noqa: BLE001

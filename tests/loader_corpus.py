@@ -8,7 +8,8 @@ NumPy and byte surgery on PNG chunks and TIFF strips. Run as a script to write t
 ``GOOD`` lists ``Good(name, make, reference, pillow)``: files imgproc must accept, with
 the exact array it must return (``reference()``, NumPy) and ``pillow``: how Pillow's own
 decode relates to it -- ``"equal"`` (the same array), ``"high byte"`` (Pillow reads 16 bits
-at 8: ``reference >> 8``), ``"exif_transpose"`` (``ImageOps.exif_transpose`` of Pillow's
+at 8: ``reference >> 8``), ``"grey+alpha as RGBA, high byte"`` (Pillow reads 16-bit grey +
+alpha PNG as 8-bit RGBA: grey, grey, grey, alpha), ``"exif_transpose"`` (``ImageOps.exif_transpose`` of Pillow's
 decode), or None where Pillow itself gets the file wrong (said in ``why``).
 
 ``BAD`` lists ``Bad(name, make, reason)``: files refused with exit code 65 and one line
@@ -312,6 +313,8 @@ GOOD = [
     Good("png16_rgb_interlaced.png", lambda: png_raw(RGB16, interlace=True), lambda: RGB16, "high byte"),
     Good("png16_rgba_interlaced.png", lambda: png_raw(RGBA16, interlace=True), lambda: RGBA16, "high byte"),
     Good("png8_rgb_interlaced.png", lambda: png_raw(rgb8(), interlace=True), rgb8, "equal"),
+    Good("png16_grey_alpha.png", lambda: png_raw(ramp16(2)), lambda: ramp16(2), "grey+alpha as RGBA, high byte"),
+    Good("png8_grey_alpha.png", lambda: png_raw(rgb8()[..., 1:3]), lambda: rgb8()[..., 1:3], "equal"),
     Good("png16_rgba.png", lambda: png16(RGBA16), lambda: RGBA16, "high byte"),
     Good("png8_rgb_trns.png", lambda: trns_rgb(pil(rgb8(), "PNG"), rgb8()[0, 0], 8), rgb8, "equal"),
     Good("apng16_default_image.png", lambda: apng(png16(RGB16), [png16(65535 - RGB16), png16(RGB16 // 2)], default_in_animation=False),
@@ -327,6 +330,8 @@ BAD = [
     Bad("jpeg12.jpg", jpeg12, "unsupported: 12-bit JPEG"),
     Bad("tiff_webp.tif", lambda: tiff(rgb8(), photometric="rgb", compression="webp"), "unsupported TIFF compression: WebP"),
     Bad("tiff16_png_compressed.tif", lambda: tiff(RGB16, photometric="rgb", compression="png"), "unsupported TIFF compression: PNG"),
+    Bad("tiff16_grey_alpha.tif", lambda: tiff(ramp16(2), photometric="minisblack", extrasamples=[2]),
+        "unsupported: 16-bit grey TIFF with 2 samples per pixel"),
     Bad("tiff_float_rgb.tif", lambda: tiff(RGB16.astype(np.float32) / 65535, photometric="rgb"), "unsupported: 32-bit floating-point RGB TIFF"),
     Bad("png_iccp_too_large.png", lambda: insert_png(pil(rgb8(), "PNG"), b"iCCP", b"icc\x00\x00" + zlib.compress(b"\0" * (3 << 20))),
         "corrupt PNG chunk iCCP (too large)"),

@@ -64,6 +64,9 @@ def test_good_pixels_equal_pillow_or_reference(case, corpus):
     if case.pillow == "high byte":
         assert ours.dtype == np.uint16
         np.testing.assert_array_equal(ours >> 8, ref)
+    elif case.pillow == "grey+alpha as RGBA, high byte":
+        assert ours.dtype == np.uint16 and ours.shape[2] == 2 and ref.shape[2] == 4
+        np.testing.assert_array_equal((ours >> 8)[..., [0, 0, 0, 1]], ref)
     elif case.name.endswith(".jpg"):  # libjpeg-turbo via simplejpeg vs Pillow's: IDCT rounding
         assert ours.shape == ref.shape and np.abs(ours.astype(int) - ref).max() <= 1
     else:
@@ -72,9 +75,11 @@ def test_good_pixels_equal_pillow_or_reference(case, corpus):
 
 def test_same_rule_at_8_and_16_bits(corpus):
     # tRNS on RGB: no alpha at either depth; APNG: the default image at either depth
-    for eight, sixteen in [("png8_rgb_trns.png", "png16_rgb_trns.png"), ("apng8_default_image.png", "apng16_default_image.png")]:
+    for eight, sixteen, channels in [("png8_rgb_trns.png", "png16_rgb_trns.png", 3),
+                                     ("apng8_default_image.png", "apng16_default_image.png", 3),
+                                     ("png8_grey_alpha.png", "png16_grey_alpha.png", 2)]:
         a, b = load(corpus[eight])[0], load(corpus[sixteen])[0]
-        assert a.shape[2] == b.shape[2] == 3
+        assert a.shape[2] == b.shape[2] == channels
     # premultiplied alpha: the same formula at both depths
     from loader_corpus import PRE8, PRE16, unpremultiplied
 
