@@ -32,7 +32,8 @@ orientation (Pillow's ``ImageOps.exif_transpose`` rule); grey stays ``(H, W)``; 
 alpha is ``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency;
 a transparency colour (tRNS) on a grey or RGB PNG adds no alpha at any bit depth; 1-bit
 becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth,
-as does 16-bit grey + alpha PNG (``(H, W, 2)``, where Pillow gives 8-bit RGBA)
+as does 16-bit grey + alpha PNG (``(H, W, 2)``, where Pillow gives 8-bit RGBA); 16-bit
+min-is-white grey TIFF is inverted as Pillow does at 8 bits (Pillow leaves it raw)
 (16-bit colour through :mod:`imgproc._deep_colour`: every TIFF layout, no fallback to a
 decoder that could scramble it; premultiplied alpha un-premultiplied like Pillow's 8-bit
 path); 32-bit float RGB TIFF is refused as unsupported (one-sample float TIFF is read);
@@ -330,6 +331,8 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
     if arr is None:
         _load(img, path, fmt, allow_truncated, note, said)
         arr, icc = _to_array(img, path, img.info.get("icc_profile") or None, note)
+        if fmt == "TIFF" and img.mode.startswith("I;16") and _tiff_min_is_white(img):
+            arr = 65535 - arr  # Pillow inverts min-is-white at 8 bits but not at 16: one rule
     else:
         icc = img.info.get("icc_profile") or None
     # Orientation and EXIF are read after the pixels: a PNG's eXIf chunk may follow them
@@ -451,6 +454,13 @@ def _deep_colour_channels(img, fmt, data) -> int:
     if isinstance(bits, tuple):
         return channels if len(bits) > 0 and all(b == 16 for b in bits) else 0
     return channels if bits == 16 else 0
+
+
+def _tiff_min_is_white(img) -> bool:
+    try:
+        return img.tag_v2.get(262) == 0
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _cmyk_to_rgb(img, icc, note):
