@@ -238,10 +238,19 @@ def _cut(data: bytes, fraction: float) -> bytes:
 
 
 def jpeg12() -> bytes:
-    import imagecodecs
-
+    """A real 12-bit JPEG from imagecodecs' libjpeg-turbo 3; where that build cannot write
+    one, an 8-bit JPEG whose frame header says 12 bits (SOF1, precision 12): Pillow refuses
+    both alike, and the reason comes from that header."""
     a = (ramp16(3) >> 4).astype(np.uint16)
-    return bytes(imagecodecs.jpeg8_encode(a, level=90, bitspersample=12))
+    try:
+        import imagecodecs
+
+        return bytes(imagecodecs.jpeg8_encode(a, level=90, bitspersample=12))
+    except Exception:  # noqa: BLE001 - no 12-bit support in this imagecodecs build
+        data = bytearray(pil(rgb8(), "JPEG", quality=90))
+        i = data.index(b"\xff\xc0")
+        data[i + 1], data[i + 4] = 0xC1, 12
+        return bytes(data)
 
 
 def one_bit_g4() -> bytes:

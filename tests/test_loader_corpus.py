@@ -94,7 +94,7 @@ def test_two_loads_give_the_same_pixels(corpus):
 
 def test_native_complaint_on_a_good_file_is_a_warning(corpus):
     _, notes = load(corpus["tiff_g4_damaged.tif"])
-    assert any("libtiff: Fax4Decode" in n for n in notes), notes
+    assert any(n.startswith("libtiff: ") for n in notes), notes  # e.g. "Fax4Decode: Bad code word ..."
 
 
 @pytest.mark.parametrize("case", BAD, ids=lambda c: c.name)
@@ -168,7 +168,7 @@ def test_folder_json_only_json_lines(corpus, tmp_path):
         expected = next(c.reason for c in BAD if p.name.endswith(c.name))
         assert expected in errors[str(p)], (p, errors[str(p)])
     warned = [e["message"] for e in events if e["event"] == "warning"]
-    assert any("libtiff: Fax4Decode" in m for m in warned), warned
+    assert any(m.startswith("libtiff: ") for m in warned), warned
     assert events[-1]["event"] == "summary" and events[-1]["failed"] == len(bad)
 
 
