@@ -27,6 +27,7 @@ import numpy as np
 
 from imgproc._io import OUTPUT_FORMATS, output_format, same_file, save_image, temp_files_for
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc._native_stderr import LOCK as NATIVE_STDERR_LOCK
 from imgproc.errors import ImgprocError, InputError, OutputError, WriteError
 
 # Files picked from a folder (the format itself is then read from the bytes).
@@ -167,18 +168,23 @@ class Reporter:
             self.bar = Progress(TextColumn("[bold]imgproc"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                                 TextColumn("{task.fields[fails]}"),
-                                console=Console(stderr=True, highlight=False), transient=False)
+                                console=Console(stderr=True, highlight=False), transient=False,
+                                auto_refresh=False)  # redrawn in _tick, under the capture lock
             self.task = self.bar.add_task("run", total=total, rate="", fails="")
             self.bar.start()
 
+    # Both hold the native-stderr lock while writing: a decoder thread may have fd 2
+    # pointed at a capture file (imgproc._native_stderr), and our lines must not land there.
     def _line(self, text: str):
-        if self.bar is not None:
-            self.bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
-        else:
-            click.echo(text, err=True)
+        with NATIVE_STDERR_LOCK:
+            if self.bar is not None:
+                self.bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            else:
+                click.echo(text, err=True)
 
     def _event(self, **fields):
-        click.echo(json.dumps(fields), err=True)
+        with NATIVE_STDERR_LOCK:
+            click.echo(json.dumps(fields), err=True)
 
     def error(self, path, reason, code):
         with self.lock:
@@ -220,8 +226,10 @@ class Reporter:
         left = self.total - self.done
         eta = left / rate if rate > 0 else float("nan")
         if self.bar is not None:
-            self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} img/s",
-                            fails=f"{self.failed} failed" if self.failed else "")
+            with NATIVE_STDERR_LOCK:
+                self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} img/s",
+                                fails=f"{self.failed} failed" if self.failed else "")
+                self.bar.refresh()
             return
         if self.opts.quiet or now - self.last_log < self.opts.log_interval:
             return

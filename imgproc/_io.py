@@ -10,17 +10,22 @@ truncated files) are in :mod:`imgproc._loader`.
 ``save_image`` writes atomically: a temporary file in the destination folder, fsync,
 ``os.replace``; on any failure the temporary file is removed and nothing is left behind.
 It refuses to replace an existing file unless ``overwrite=True`` and always refuses to write
-over ``source`` (the image's own input, also through links).
+over ``source`` (the image's own input, also through links). Encoders that may print on
+stderr (libtiff, libpng through OpenCV, tifffile's log) run with that output captured
+(:mod:`imgproc._native_stderr`); it is part of the error when the encoder fails and
+dropped when it succeeds.
 
 Conversions on save (no hidden rescaling otherwise): float images are taken as values in
 [0, 1] and written as 8-bit ``round(255 x)`` saturated; uint16 is written at full depth to
-PNG/TIFF (grey through Pillow, colour through OpenCV) and scaled to 8 bits
+PNG/TIFF (grey through Pillow, colour through OpenCV or tifffile, grey + alpha to PNG
+through imagecodecs) and scaled to 8 bits
 (``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
 and BMP.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tempfile
@@ -30,6 +35,7 @@ import numpy as np
 from PIL import Image
 
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc._native_stderr import captured, library_log
 from imgproc.errors import OutputError, WriteError
 
 __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
@@ -130,6 +136,11 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
         encoded = _encode_16bit_colour(arr, fmt)
         if encoded is not None:
             return encoded
+    if arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] == 2 and fmt == "PNG":
+        import imagecodecs  # 16-bit grey + alpha: neither Pillow nor OpenCV writes it
+
+        with _native_call(fmt):
+            return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
     if fmt == "JPEG":
         encoded = _encode_jpeg_fast(arr, quality, exif, icc_profile)
         if encoded is not None:
@@ -141,8 +152,30 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP", "TIFF"):
         params["icc_profile"] = icc_profile
     buf = io.BytesIO()
-    pil.save(buf, format=fmt, **params)
+    if fmt == "TIFF":  # libtiff (Pillow's TIFF writer with compression) prints on fd 2
+        with _native_call(fmt):
+            pil.save(buf, format=fmt, **params)
+    else:
+        pil.save(buf, format=fmt, **params)
     return buf.getvalue()
+
+
+@contextlib.contextmanager
+def _native_call(fmt):
+    """Run an encoder with its native stderr and tifffile's log captured: nothing reaches
+    stderr; a failure becomes one RuntimeError naming the format and what the library said
+    (an encoder refusing a valid array is an internal error, exit code 70)."""
+    error = None
+    with captured() as cap, library_log() as msgs:
+        try:
+            yield
+        except (ValueError, TypeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - re-raised below with what the library said
+            error = e
+    if error is not None:
+        said = "; ".join([str(error).splitlines()[0] if str(error) else type(error).__name__] + cap.lines() + msgs)
+        raise RuntimeError(f"cannot encode {fmt} ({said[:300]})") from error
 
 
 def _encode_16bit_colour(arr, fmt):
@@ -150,15 +183,21 @@ def _encode_16bit_colour(arr, fmt):
         import tifffile
 
         buf = io.BytesIO()
-        tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
+        with _native_call(fmt):
+            tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
         return buf.getvalue()
     try:
         import cv2
     except ImportError:
         return None
+    with contextlib.suppress(Exception):  # OpenCV's own logging; libpng's goes to fd 2
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
     bgr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2BGR if arr.shape[2] == 3 else cv2.COLOR_RGBA2BGRA)
-    ok, buf = cv2.imencode(".png", bgr)
-    return buf.tobytes() if ok else None
+    with _native_call(fmt):
+        ok, buf = cv2.imencode(".png", bgr)
+    if not ok:
+        raise RuntimeError("cannot encode 16-bit PNG (OpenCV refused it)")
+    return buf.tobytes()
 
 
 def _encode_jpeg_fast(arr, quality, exif, icc_profile):

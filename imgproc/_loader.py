@@ -10,23 +10,41 @@ What it promises, for any sequence of bytes:
   (``max_pixels``, default 90 megapixels), so a decompression bomb is refused in
   milliseconds and a few kilobytes of memory;
 * a truncated file is refused unless ``allow_truncated=True`` (then what is there is
-  decoded, the rest is grey/black, and a warning says so);
-* an animated GIF or a multi-page TIFF gives its first frame, with a warning;
+  decoded, the rest is grey/black, and a warning says so); the error suggests the option
+  only when trying it does get pixels out of the file;
+* an animated GIF/PNG/WebP or a multi-page TIFF gives its first frame (for an APNG the
+  default image, at every bit depth), with a warning;
 * a corrupt EXIF block is ignored with a warning (the image is still processed);
 * every failure is an :class:`~imgproc.errors.InvalidImageError` (exit code 65) with one
-  line saying why, never another exception (checked by the fuzz harness in ``fuzz/``).
+  line saying why, never another exception (checked by the fuzz harness in ``fuzz/``);
+  when the decoder's own message is vague, :mod:`imgproc._reasons` reads the true reason
+  from the bytes (``unsupported: 12-bit JPEG``, ``unsupported TIFF compression: WebP``,
+  ``corrupt PNG chunk iCCP (too large)``);
+* nothing a native library prints reaches stderr: libtiff's and libpng's messages (fd 2)
+  and tifffile's log are captured (:mod:`imgproc._native_stderr`) and end the error's
+  reason, or become one warning when the file decoded anyway.
 
 Content (see ``docs/cli.md``): EXIF orientation 2-8 is applied (the pixels are turned
-upright, the returned EXIF says orientation 1); grey stays ``(H, W)``; grey + alpha is
-``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency; 1-bit
-becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth;
+upright, the returned EXIF says orientation 1), read after the pixels from wherever Pillow
+finds it -- the EXIF block, a PNG eXIf chunk after the image data, ImageMagick's
+``Raw profile type exif`` text chunk, and XMP ``tiff:Orientation`` when there is no EXIF
+orientation (Pillow's ``ImageOps.exif_transpose`` rule); grey stays ``(H, W)``; grey +
+alpha is ``(H, W, 2)``; palette images become RGB, or RGBA when they have transparency;
+a transparency colour (tRNS) on a grey or RGB PNG adds no alpha at any bit depth; 1-bit
+becomes uint8 0/255; 16-bit grey and 16-bit RGB(A) PNG/TIFF stay uint16 at full depth,
+as does 16-bit grey + alpha PNG (``(H, W, 2)``, where Pillow gives 8-bit RGBA); 16-bit
+min-is-white grey TIFF is inverted as Pillow does at 8 bits (Pillow leaves it raw)
+(16-bit colour through :mod:`imgproc._deep_colour`: every TIFF layout, no fallback to a
+decoder that could scramble it; premultiplied alpha un-premultiplied like Pillow's 8-bit
+path); 32-bit float RGB TIFF is refused as unsupported (one-sample float TIFF is read);
 CMYK is converted to RGB through its embedded ICC profile when it has one (else with the
 plain inversion formula); any other ICC profile is kept as is (the pixels are not
 converted) and written to the output unless metadata are stripped.
 
 JPEG RGB and grey images are decoded with libjpeg-turbo through ``simplejpeg`` (4x faster
-than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); Pillow does everything
-else and reads the metadata.
+than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); 16-bit colour PNG with
+libpng (imagecodecs) and TIFF with tifffile; Pillow does everything else and reads the
+metadata.
 """
 
 from __future__ import annotations
@@ -41,6 +59,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
+from imgproc._deep_colour import decode_png16, decode_tiff16
+from imgproc._native_stderr import captured, library_log
+from imgproc._reasons import explain
 from imgproc.errors import ImgprocWarning, InputError, InvalidImageError
 
 __all__ = [
@@ -217,26 +238,58 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
         raise InvalidImageError(path, "not a recognised image format")
     if fmt not in allowed:
         raise InvalidImageError(path, f"format {fmt} is not allowed here; allowed: {', '.join(allowed)}")
+    said: list[str] = []
     try:
-        return _decode(data, path, fmt, max_pixels, allow_truncated, note, notes)
+        with library_log() as logged:  # Pillow's plugins log some problems instead of warning
+            try:
+                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said)
+            finally:
+                said.extend(f"Pillow: {m}" for m in logged)
+        for m in dict.fromkeys(logged):
+            note(f"Pillow: {m}"[:200])
+            info.warnings.append(f"Pillow: {m}"[:200])
+        return arr, info
     except (InvalidImageError, InputError):
         raise
     except MemoryError:
         raise InvalidImageError(path, "not enough memory to decode it") from None
     except Image.DecompressionBombError:
         raise InvalidImageError(path, f"too many pixels (over the limit of {max_pixels}); raise --max-pixels") from None
-    except UnidentifiedImageError:
-        raise InvalidImageError(path, f"not a valid {fmt} file") from None
     except RecursionError:
         raise InvalidImageError(path, f"cannot decode {fmt} (nested too deeply)") from None
     except Exception as e:  # noqa: BLE001 - Pillow's plugins raise many kinds on bad bytes
+        reason = explain(data, fmt, said)
+        if reason:
+            raise InvalidImageError(path, reason) from None
+        if isinstance(e, UnidentifiedImageError):
+            raise InvalidImageError(path, f"not a valid {fmt} file" + _native_suffix(said)) from None
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if "truncated" in msg.lower() or "premature end" in msg.lower():
-            raise InvalidImageError(path, f"truncated {fmt} file ({msg}); pass --allow-truncated to decode what is there") from None
-        raise InvalidImageError(path, f"cannot decode {fmt} ({msg})") from None
+            if not allow_truncated and _truncated_decode_works(data, fmt, max_pixels):
+                raise InvalidImageError(path, f"truncated {fmt} file ({msg}); pass --allow-truncated to decode what is there") from None
+            raise InvalidImageError(path, f"truncated {fmt} file ({msg})" + _native_suffix(said)) from None
+        raise InvalidImageError(path, f"cannot decode {fmt} ({msg}{_native_suffix(said, ';')})") from None
 
 
-def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
+def _native_suffix(said, sep=" (") -> str:
+    """What the native decoder printed, for the end of a reason."""
+    if not said:
+        return ""
+    text = "; ".join(said)[:200]
+    return f"; {text}" if sep == ";" else f" ({text})"
+
+
+def _truncated_decode_works(data, fmt, max_pixels) -> bool:
+    """Whether --allow-truncated would get pixels out of this file (so suggesting it helps)."""
+    try:
+        with library_log():
+            _decode(data, "<retry>", fmt, max_pixels, True, lambda m: None, [], [])
+        return True
+    except Exception:  # noqa: BLE001 - it does not help
+        return False
+
+
+def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
     # Pillow reports corrupt EXIF (read while opening a JPEG) with a UserWarning, not an
     # exception: record warnings while reading the header and the metadata instead of
     # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
@@ -257,29 +310,41 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes):
             frames = 1
         if frames > 1:
             img.seek(0)
-        orientation, exif_out = _read_exif(img, note)
     if frames > 1:
-        kind = "animated GIF" if fmt == "GIF" else f"multi-page {fmt}"
+        kind = {"GIF": "animated GIF", "PNG": "animated PNG", "WEBP": "animated WebP"}.get(fmt, f"multi-page {fmt}")
         note(f"{kind} with {frames} frames: only the first is processed")
-    problems = [str(w.message).strip() for w in caught if issubclass(w.category, UserWarning)]
+
+    arr = None
+    if fmt == "JPEG" and img.mode in ("RGB", "L") and _jpeg_complete(data):
+        arr = _decode_jpeg_fast(data, img.mode)
+    channels = _deep_colour_channels(img, fmt, data) if arr is None else 0
+    if channels and fmt == "PNG":
+        # Pillow decodes first (at 8 bits, pure Python + zlib, silent) so that a corrupt
+        # or truncated file is judged exactly as the 8-bit path judges it
+        _load(img, path, fmt, allow_truncated, note, said)
+        arr, messages = decode_png16(data, path, channels)
+    elif channels:
+        arr, messages = decode_tiff16(data, path, channels, img.size)
+    if arr is not None and channels:
+        for m in messages:
+            note(m[:200])
+    if arr is None:
+        _load(img, path, fmt, allow_truncated, note, said)
+        arr, icc = _to_array(img, path, img.info.get("icc_profile") or None, note)
+        if fmt == "TIFF" and img.mode.startswith("I;16") and _tiff_min_is_white(img):
+            arr = 65535 - arr  # Pillow inverts min-is-white at 8 bits but not at 16: one rule
+    else:
+        icc = img.info.get("icc_profile") or None
+    # Orientation and EXIF are read after the pixels: a PNG's eXIf chunk may follow them
+    with _meta_lock, warnings.catch_warnings(record=True) as caught_meta:
+        warnings.simplefilter("always")
+        orientation, exif_out = _read_exif(img, note)
+    problems = [str(w.message).strip() for w in [*caught, *caught_meta] if issubclass(w.category, UserWarning)]
     if any("exif" in p.lower() for p in problems):
         note(f"corrupt EXIF ignored ({problems[0][:80]})")
         exif_out = None
     elif problems:
         note(problems[0][:120])
-    icc = img.info.get("icc_profile") or None
-
-    arr = None
-    if fmt == "JPEG" and img.mode in ("RGB", "L") and _jpeg_complete(data):
-        arr = _decode_jpeg_fast(data, img.mode)
-    if arr is None and fmt in ("PNG", "TIFF") and _is_16bit_colour(img, fmt, data):
-        # Pillow decodes first (at 8 bits) so a corrupt file is refused before OpenCV's
-        # libpng/libtiff, which print their complaints straight to stderr, ever see it
-        _load(img, path, fmt, allow_truncated, note)
-        arr = _decode_16bit_colour(data, fmt)
-    if arr is None:
-        _load(img, path, fmt, allow_truncated, note)
-        arr, icc = _to_array(img, path, icc, note)
     arr = _orient(arr, orientation)
     return np.ascontiguousarray(arr), _info(fmt, exif_out, icc, notes, frames)
 
@@ -288,10 +353,41 @@ def _info(fmt, exif, icc, notes, frames):
     return ImageInfo(format=fmt, exif=exif, icc_profile=icc, warnings=list(notes), frames=frames)
 
 
-def _load(img, path, fmt, allow_truncated, note):
+def _load(img, path, fmt, allow_truncated, note, said):
+    """Pillow's decode. For TIFF (libtiff prints on fd 2) what libtiff says is captured:
+    it goes into ``said`` (for the error's reason) and, when the decode succeeds, into
+    one warning."""
+    if fmt != "TIFF":
+        truncated = _load_pixels(img, allow_truncated)
+    else:
+        # Pillow's TIFF load also re-reads the tags (ImageOps.exif_transpose in load_end)
+        # and warns about corrupt ones through the warnings module: recorded here, under
+        # the same lock as the header read, never printed.
+        error = truncated = None
+        with _meta_lock, warnings.catch_warnings(record=True) as caught, captured() as cap:
+            warnings.simplefilter("always")
+            try:
+                truncated = _load_pixels(img, allow_truncated)
+            except Exception as e:  # noqa: BLE001 - re-raised below, after the capture ends
+                error = e
+        lines = [f"libtiff: {line}" for line in cap.lines()]
+        said.extend(lines)
+        if error is not None:
+            raise error
+        if lines:
+            note("; ".join(lines)[:200])
+        problems = list(dict.fromkeys(str(w.message).strip() for w in caught if issubclass(w.category, UserWarning)))
+        if problems:
+            note(("corrupt TIFF tags ignored (" + "; ".join(problems))[:196] + ")")
+    if truncated:
+        note(f"truncated {fmt} file: decoded what was there (--allow-truncated)")
+
+
+def _load_pixels(img, allow_truncated) -> bool:
+    """img.load(); True when it took LOAD_TRUNCATED_IMAGES to get the pixels."""
     try:
         img.load()
-        return
+        return False
     except OSError as e:
         if "truncated" not in str(e).lower() or not allow_truncated:
             raise
@@ -302,13 +398,11 @@ def _load(img, path, fmt, allow_truncated, note):
             img.load()
         finally:
             ImageFile.LOAD_TRUNCATED_IMAGES = old
-    note(f"truncated {fmt} file: decoded what was there (--allow-truncated)")
+    return True
 
 
 def _read_exif(img, note):
     """(orientation, EXIF bytes to write back with orientation 1)."""
-    if "exif" not in img.info and not hasattr(img, "tag_v2"):
-        return 1, None
     try:
         exif = img.getexif()
         orientation = exif.get(0x0112, 1)
@@ -342,50 +436,31 @@ def _decode_jpeg_fast(data, mode):
     return arr[:, :, 0] if mode == "L" else arr
 
 
-def _is_16bit_colour(img, fmt, data) -> bool:
-    if img.mode not in ("RGB", "RGBA"):
-        return False
+def _deep_colour_channels(img, fmt, data) -> int:
+    """Channels of a 16-bit grey + alpha (2, PNG only), RGB (3) or RGBA (4) PNG or TIFF,
+    decoded at full depth by :mod:`imgproc._deep_colour`; 0 for anything else. (Pillow
+    reads these at 8 bits, 16-bit grey + alpha PNG even as RGBA.)"""
     if fmt == "PNG":
-        return len(data) > 26 and data[24] == 16 and data[25] in (2, 6)
+        if len(data) > 26 and data[24] == 16:
+            return {4: 2, 2: 3, 6: 4}.get(data[25], 0)
+        return 0
+    if fmt != "TIFF" or img.mode not in ("RGB", "RGBA", "RGBa"):
+        return 0
+    channels = 3 if img.mode == "RGB" else 4
     try:
         bits = img.tag_v2.get(258)
     except Exception:  # noqa: BLE001
-        return False
+        return 0
     if isinstance(bits, tuple):
-        return len(bits) > 0 and all(b == 16 for b in bits)
-    return bits == 16
+        return channels if len(bits) > 0 and all(b == 16 for b in bits) else 0
+    return channels if bits == 16 else 0
 
 
-def _decode_16bit_colour(data, fmt):
-    """16-bit RGB(A) at full depth (Pillow reads it as 8-bit): PNG through OpenCV (its
-    logging silenced), TIFF through tifffile (no messages on stderr). None: let Pillow
-    decode it (at 8 bits) or explain the failure."""
-    if fmt == "TIFF":
-        try:
-            import tifffile
-
-            with tifffile.TiffFile(io.BytesIO(data)) as tif:
-                arr = tif.pages[0].asarray()
-        except Exception:  # noqa: BLE001 - e.g. LZW without imagecodecs: OpenCV below
-            arr = None
-        if arr is not None and arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] in (3, 4):
-            return arr
+def _tiff_min_is_white(img) -> bool:
     try:
-        import cv2
-    except ImportError:
-        return None
-    _quiet_opencv(cv2)
-    arr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if arr is None or arr.dtype != np.uint16 or arr.ndim != 3 or arr.shape[2] not in (3, 4):
-        return None
-    return cv2.cvtColor(arr, cv2.COLOR_BGR2RGB if arr.shape[2] == 3 else cv2.COLOR_BGRA2RGBA)
-
-
-def _quiet_opencv(cv2):
-    try:
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-    except Exception:  # noqa: BLE001 - older OpenCV: messages may reach stderr
-        pass
+        return img.tag_v2.get(262) == 0
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _cmyk_to_rgb(img, icc, note):
