@@ -21,3 +21,13 @@ def rng():
 @pytest.fixture
 def samples():
     return SAMPLES
+
+
+@pytest.fixture
+def strict_promotion():
+    """JAX's strict dtype promotion for a test: an implicit uint8 -> float32 (or float16 ->
+    float32) promotion inside an op is then an error, so every cast must be explicit."""
+    import jax
+
+    with jax.numpy_dtype_promotion("strict"):
+        yield

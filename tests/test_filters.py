@@ -40,7 +40,7 @@ def test_float32_parity_every_mode_and_layout(case, mode, layout, rng):
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 @pytest.mark.parametrize("mode", MODES)
-def test_uint8_within_one_level(case, mode, rng):
+def test_uint8_within_one_level(case, mode, rng, strict_promotion):
     hwc = rng.integers(0, 256, (21, 18, 3)).astype(np.uint8)
     got = np.asarray(case.call(hwc, mode=mode, cval=40.0))
     assert got.dtype == np.uint8
@@ -50,7 +50,7 @@ def test_uint8_within_one_level(case, mode, rng):
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 @pytest.mark.parametrize("dtype", ["uint16", "float16", "bfloat16"])
-def test_other_dtypes(case, dtype, rng):
+def test_other_dtypes(case, dtype, rng, strict_promotion):
     if dtype == "uint16":
         x = rng.integers(0, 65536, (16, 17, 2)).astype(np.uint16)
         ref = np.clip(np.round(reference(case, x, "reflect")), 0, 65535)

@@ -39,7 +39,7 @@ STRATEGIES = ("select", "map", "group")
 _IN_LOOP = LoweringHints(in_loop=True)
 
 
-def default_strategy(backend: str | None = None) -> str:
+def default_strategy(*, backend: str | None = None) -> str:
     """The strategy used when ``strategy=None``: ``"map"`` on CPU (measured fastest there by
     ``benchmarks/augment.py``: 5-14x ``"select"``, 1.2-3.1x ``"group"`` on 2 cores), ``"select"`` on
     GPU/TPU (measured fastest on an H100 by ``benchmarks/gpu.py``: 3.2x ``"map"`` and 1.8x

@@ -1,0 +1,205 @@
+"""The structure the architecture issue asked for, checked: no import cycle, no context
+variables, a registry that imports no op module, and dm-pix-style API conventions
+(``dm_pix/_src/api_test.py``): random ops take ``key`` first, optional arguments are
+keyword-only, every public op is registered and round-trips through a spec."""
+
+import ast
+import inspect
+import json
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import imgproc
+from imgproc._stages import lookup
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "imgproc"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules():
+    mods = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    mods["imgproc.kernels"] = ROOT / "kernels" / "__init__.py"  # installed as imgproc.kernels
+    return mods
+
+
+def _imports(path: Path, known: set) -> set:
+    """imgproc modules ``path`` imports anywhere (module level or inside functions)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:  # a submodule by name, else the module the names come from
+                sub = f"{node.module}.{a.name}"
+                target = sub if sub in known else node.module
+                if target in known:
+                    out.add(target)
+    return out
+
+
+def test_no_import_cycle_in_imgproc():
+    mods = _modules()
+    graph = {m: _imports(p, set(mods)) - {m} for m, p in mods.items()}
+    # a package's __init__ importing its own submodules is how packages work, not a cycle
+    state, cycle = {}, []
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                cycle.append(path + [n])
+            elif n not in state:
+                visit(n, path + [n])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycle, f"import cycles: {cycle}"
+
+
+def test_no_context_variables_in_imgproc():
+    offenders = [p.name for p in PACKAGE.rglob("*.py") if "ContextVar" in p.read_text() or "contextvars" in p.read_text()]
+    assert not offenders
+
+
+def test_the_registry_imports_no_op_module():
+    mods = _modules()
+    assert _imports(mods["imgproc._stages"], set(mods)) == set()
+    assert _imports(mods["imgproc._validate"], set(mods)) == set()
+
+
+def test_no_registration_through_globals():
+    for p in PACKAGE.rglob("*.py"):
+        assert "globals()" not in p.read_text(), p.name
+
+
+# Public functions of the flat namespace that are not pipeline stages, and why.
+NOT_STAGES = {
+    "load_image": "I/O", "save_image": "I/O", "psnr": "metric", "register_op": "registry",
+    "registered_ops": "registry", "reuse_host_memory": "process setting", "default_strategy": "a query",
+    "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
+    "hsv_to_rgb": "a colour-space conversion (HSV in)",
+}
+PUBLIC_FUNCTIONS = sorted(
+    n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))
+)
+OPS = [n for n in PUBLIC_FUNCTIONS if n not in NOT_STAGES]
+
+
+@pytest.mark.parametrize("name", PUBLIC_FUNCTIONS)
+def test_optional_arguments_are_keyword_only(name):
+    sig = inspect.signature(getattr(imgproc, name))
+    positional_defaults = [p.name for p in sig.parameters.values()
+                           if p.default is not p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert not positional_defaults, f"{name}: options {positional_defaults} should be keyword-only"
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_every_public_op_is_registered_key_first_when_random(name):
+    fn = getattr(imgproc, name)
+    info = lookup(name)
+    assert info.fn is fn
+    params = list(inspect.signature(fn).parameters)
+    if info.random:
+        assert params[:2] == ["key", "image"], name
+    else:
+        assert params[0] == "image", name
+    assert "layout" in params
+
+
+# Required options of the ops that have some, for the spec round trip.
+EXAMPLE_OPTIONS = {
+    "correlate": {"kernel": [[0, 1, 0], [1, -4, 1], [0, 1, 0]]},
+    "convolve": {"kernel": [[1, 2, 1]]},
+    "box_blur": {"size": 3},
+    "gaussian_blur": {"sigma": 1.5},
+    "crop": {"top": 1, "left": 2, "size": [4, 5]},
+    "resized_crop": {"top": 1.5, "left": 0.5, "height": 5.0, "width": 6.0, "size": [8, 8]},
+    "rotate": {"angle": 20.0},
+    "translate": {"dy": 1.5, "dx": -2.0},
+    "erase": {"top": 1, "left": 1, "height": 3, "width": 2},
+    "adjust_brightness": {"delta": 0.1},
+    "adjust_contrast": {"factor": 1.5},
+    "adjust_saturation": {"factor": 0.5},
+    "adjust_hue": {"delta": 0.2},
+    "adjust_gamma": {"gamma": 0.8},
+    "random_choice": {"ops": [{"op": "flip_up_down"}, {"op": "random_brightness"}]},
+    "random_apply": {"stage": {"op": "random_hue"}},
+    "random_crop": {"size": [6, 6]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(imgproc.registered_ops()))
+def test_every_registered_op_round_trips_through_a_spec(name):
+    spec = [{"op": name, **EXAMPLE_OPTIONS.get(name, {})}]
+    pipe = imgproc.Pipeline(spec)
+    assert json.loads(pipe.to_json()) == spec
+    again = imgproc.Pipeline.from_spec(pipe.to_json())
+    x = np.random.default_rng(0).integers(0, 256, (2, 10, 10, 3)).astype(np.uint8)
+    key = jax.random.key(1) if pipe.is_random else None
+    np.testing.assert_array_equal(np.asarray(pipe(x, key=key)), np.asarray(again(x, key=key)))
+
+
+def test_unknown_and_missing_spec_options_are_refused_naming_the_options():
+    with pytest.raises(ValueError, match=r"gaussian_blur has no option 'radius'; its options: .*sigma.*size"):
+        imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "radius": 3}])
+    with pytest.raises(ValueError, match="gaussian_blur needs 'sigma'"):
+        imgproc.Pipeline([{"op": "gaussian_blur"}])
+
+
+# --------------------------------------------------------------------------- draws apart
+
+
+RANDOM_SPECS = [
+    [{"op": "random_flip_left_right"}, {"op": "random_rot90"}, {"op": "random_brightness"}],
+    [{"op": "gaussian_blur", "sigma": 1.0}, {"op": "random_rotate", "max_degrees": 40}, {"op": "sharpen"}],
+    [{"op": "random_choice", "ops": [{"op": "random_gaussian_blur"}, {"op": "gaussian_noise"}, {"op": "random_hue"}]},
+     {"op": "random_erasing", "value": "random"}],
+    [{"op": "random_choice", "strategy": "select", "ops": [{"op": "random_gamma"}, {"op": "salt_and_pepper"}]}],
+    [{"op": "random_choice", "strategy": "group", "group_size": 3,
+      "ops": [{"op": "random_contrast"}, {"op": "random_translate"}]}],
+    [{"op": "random_apply", "p": 0.5, "stage": {"op": "random_resized_crop", "size": [12, 12]}}],
+]
+
+
+@pytest.mark.parametrize("spec", RANDOM_SPECS, ids=range(len(RANDOM_SPECS)))
+@pytest.mark.parametrize("batched", [True, False])
+def test_replayed_params_give_the_same_result(spec, batched):
+    x = np.random.default_rng(2).integers(0, 256, (9, 12, 12, 3)).astype(np.uint8)
+    x = x if batched else x[0]
+    pipe = imgproc.Pipeline(spec)
+    key = jax.random.key(7)
+    y, params = pipe(x, key=key, return_params=True)
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(pipe(x, key=key)))
+    np.testing.assert_array_equal(np.asarray(pipe.apply(x, params)), np.asarray(y))
+    assert len(params) == len(spec)
+    assert [p is None for p in params] == [not imgproc.Pipeline([s]).is_random for s in spec]
+
+
+def test_replay_moves_a_mask_with_its_image():
+    # the use the training-recipe issue builds on: the same draw applied to a second array
+    image = np.random.default_rng(3).random((4, 16, 16, 3), dtype=np.float32)
+    mask = np.zeros((4, 16, 16, 1), np.float32)
+    mask[:, 2:6, 3:9] = 1.0
+    spec = [{"op": "random_flip_left_right"}, {"op": "random_rot90"}]
+    pipe = imgproc.Pipeline(spec)
+    _, params = pipe(image, key=jax.random.key(0), return_params=True)
+    moved = np.asarray(pipe.apply(mask, params))
+    for i in range(4):
+        ref = mask[i]
+        if params[0]["flip"][i]:
+            ref = ref[:, ::-1]
+        ref = np.rot90(ref, int(params[1]["k"][i]), axes=(0, 1))
+        np.testing.assert_array_equal(moved[i], ref)
