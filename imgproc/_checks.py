@@ -40,8 +40,8 @@ def host_aligned(array: np.ndarray) -> np.ndarray:
     """``array``, or an aligned C-contiguous copy of it, so that the CPU backend reads it in
     place instead of copying it. JAX's CPU client aliases a NumPy argument whose data is
     C-contiguous and 64-byte aligned, and otherwise copies it much more slowly than NumPy
-    does (256x224x224x3 uint8, 38 MB: 16-28 ms against 5 ms for NumPy's copy; NumPy's own
-    allocations are usually only 16-byte aligned). The caller's array is never written.
+    does (benchmarks/NOTES.md, "Aligned host input"; NumPy's own allocations are usually
+    only 16-byte aligned). The caller's array is never written.
     Other backends and small arrays (< 1 MiB) are returned as they are."""
     if array.nbytes < (1 << 20) or (array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0):
         return array

@@ -20,9 +20,7 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     extension (it only knows zero fill); the seed chapter's approach.
 ``"auto"``
     ``"separable"`` when the kernel is separable (rank 1); otherwise ``"direct"`` on CPU and
-    ``"conv"`` on GPU/TPU. (On CPU the design measured ``conv`` and ``convolve2d`` at about
-    100× OpenCV's time, shifted sums at 5×; on an H100 the separable passes beat ``conv``
-    by 1.2× at σ = 1 and 4.4× at σ = 3, see ``benchmarks/RESULTS.md``.)
+    ``"conv"`` on GPU/TPU (why: benchmarks/NOTES.md, "Lowering choices").
 """
 
 from __future__ import annotations
@@ -156,9 +154,9 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
 
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
-    compiles into the loops (2048x2048x3, Gaussian 5 taps: 31 -> 26 ms; 25 taps: 62 ->
-    45 ms); called eagerly it is its own compiled program with the weights as
-    arguments, so a new sigma does not recompile.
+    compiles into the loops (faster: benchmarks/NOTES.md, "Lowering choices"); called
+    eagerly it is its own compiled program with the weights as arguments, so a new
+    sigma does not recompile.
     """
     run = _stage_fn if isinstance(image, jax.core.Tracer) else _stage
     return run(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
@@ -181,11 +179,9 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
 
     * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
       of a stage traced in a ``lax.map`` over images), kernels of at most 25 taps run as ``"convolve2d"``: there XLA
-      lowers the per-plane convolution to its convolution library, 2.6x faster than
-      shifted sums for the 5x5 sharpen on 224x224x3 images and on a par for the 5x5
-      Gaussian (stand-alone it is 10x slower, so only there);
-    * rank-1 kernels run as two 1-D passes everywhere (measured fastest on CPU and on an
-      H100, see benchmarks/RESULTS.md);
+      lowers the per-plane convolution to its convolution library, faster than shifted
+      sums there (stand-alone it is much slower, so only there);
+    * rank-1 kernels run as two 1-D passes everywhere (fastest on CPU and on an H100);
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     cpu = (backend or jax.default_backend()) == "cpu"

@@ -180,8 +180,8 @@ def pad_first() -> bool:
     """Whether a 1-D pass builds the extended (border-padded) array and sums shifted slices
     of it, rather than computing the interior and patching the border bands in place.
     On GPU/TPU the padded copy fuses into the pass and the in-place band updates cost
-    extra kernels (H100, 256x224x224x3, sigma 3: 1.27 ms against 2.62 ms, see
-    benchmarks/RESULTS.md); on CPU the band updates avoid a full extra copy."""
+    extra kernels (benchmarks/NOTES.md, "Lowering choices"); on CPU the band updates
+    avoid a full extra copy."""
     return jax.default_backend() != "cpu"
 
 
@@ -250,11 +250,11 @@ def _assemble(inner, ext, bands, *, in_place: bool):
 
     * the first pass of a separable pair, and the last pass of a stage whose result
       feeds another stage of the same program: in place. (Selects there make XLA
-      materialise each zero-extended band at full size; denoise 96 -> 77 ms.)
+      materialise each zero-extended band at full size.)
     * the last pass of the program's last stage (the caller's ``in_place=False``:
       :class:`imgproc._stages.LoweringHints` ``feeds_next`` not set): select. In place,
       XLA fuses the final reshape to the caller's shape into the update, which then
-      cannot reuse the buffer and copies it (5 taps: 50 -> 36 ms).
+      cannot reuse the buffer and copies it.
     """
     out = jax.lax.pad(inner, jnp.zeros((), inner.dtype), [(b, a, 0) for b, a in ext])
     for band, start in bands:
@@ -305,10 +305,9 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     * with concrete ``k_rows`` (compiled in as constants), or traced ones of up to
       :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended by the
       second kernel's radius along ``W`` (the pad fuses into its loop), the strips fill
-      the margins in place and the second pass is a plain shifted sum over it (5 taps:
-      42 -> 32 ms with traced weights, 26 ms with constants; 25 taps constant: 45 ms);
+      the margins in place and the second pass is a plain shifted sum over it;
     * above that with traced weights (read from memory inside the loop), the pad along
-      ``W`` slows the heavier first loop down (25 taps: 87 against 62 ms), so the
+      ``W`` slows the heavier first loop down, so the
       second pass sums the interior and puts the strips' results over its border
       columns (:func:`_assemble`).
     """
@@ -336,7 +335,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
         # W and C merged into one axis (a reshape): the loops then run over rows of
-        # W*C contiguous values, which XLA vectorises with the pad (16 -> 13 ms at 5 taps)
+        # W*C contiguous values, which XLA vectorises with the pad
         c = int(np.prod(x.shape[3:]))
         rows = lambda a: a.reshape(a.shape[:2] + (a.shape[2] * c,))  # noqa: E731
         y = _pass_1d(rows(x), n1, t1, 1, mode, cval, extend=(2, before * c, after * c))

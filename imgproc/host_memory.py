@@ -1,18 +1,12 @@
-"""Keep freed host memory for reuse: a large measured win for big images on Linux.
+"""Keep freed host memory for reuse: a large win for big images on Linux.
 
 By default glibc's ``malloc`` serves every block above its mmap threshold (at most
 32 MB) straight from the kernel and hands it back on ``free``; the next block of that
 size is fresh memory that the kernel must zero page by page on first touch. A
 2048x2048x3 float32 image is 50 MB, so every buffer a filter writes (XLA's output and
 temporaries, NumPy's and OpenCV's outputs alike) pays that zeroing, which costs more than
-the filter itself (2-core x86, same process, `benchmarks/RESULTS.md`):
-
-==========================================  =========  =====================
-2048x2048x3 float32                         default    reuse_host_memory()
-==========================================  =========  =====================
-imgproc ``gaussian_blur`` sigma=1, 5 taps   27 ms      8 ms
-OpenCV ``cv2.GaussianBlur`` (same process)  15 ms      6 ms
-==========================================  =========  =====================
+the filter itself (measured for imgproc and OpenCV alike: benchmarks/NOTES.md, "Host
+memory reuse").
 
 :func:`reuse_host_memory` raises the thresholds (``mallopt``) so freed blocks stay in
 the process and are reused. It changes the whole process: memory freed after the peak

@@ -40,11 +40,9 @@ _IN_LOOP = LoweringHints(in_loop=True)
 
 
 def default_strategy(*, backend: str | None = None) -> str:
-    """The strategy used when ``strategy=None``: ``"map"`` on CPU (measured fastest there by
-    ``benchmarks/augment.py``: 5-14x ``"select"``, 1.2-3.1x ``"group"`` on 2 cores), ``"select"`` on
-    GPU/TPU (measured fastest on an H100 by ``benchmarks/gpu.py``: 3.2x ``"map"`` and 1.8x
-    ``"group"`` from host memory, 16x and 2.3x with the batch already on the device;
-    not measured on a TPU)."""
+    """The strategy used when ``strategy=None``: ``"map"`` on CPU, ``"select"`` on GPU/TPU:
+    the fastest measured on each (``benchmarks/augment.py`` on CPU, ``benchmarks/gpu.py``
+    on an H100; not measured on a TPU; numbers in benchmarks/NOTES.md, "Strategies")."""
     backend = backend or jax.default_backend()
     return "map" if backend == "cpu" else "select"
 

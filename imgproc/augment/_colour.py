@@ -157,7 +157,7 @@ def adjust_contrast(image, factor, *, layout=None):
 
 def _spatial_mean(x, layout):
     """Per-image, per-channel mean over H and W, kept as broadcastable dims. Channel-last:
-    mean over rows of the (H, W*C) view, then over W (2x faster on CPU than one reduction
+    mean over rows of the (H, W*C) view, then over W (faster on CPU than one reduction
     over the two outer axes)."""
     if layout in ("HWC", "NHWC"):
         *lead, h, w, c = x.shape

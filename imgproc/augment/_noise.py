@@ -3,8 +3,8 @@ they are drawn from.
 
 Per-pixel random fields are drawn from a counter-based hash keyed by two 32-bit words
 (drawn once per image from its key with ``jax.random.bits``), not by
-``jax.random.normal`` on the whole image: on one CPU core threefry normals cost about
-16 ns a value, hashed ones about 3.5 ns (measured on 256 images of 224x224x3). Each value
+``jax.random.normal`` on the whole image: on CPU threefry normals cost several times more
+per value (benchmarks/NOTES.md, "Hashed noise"). Each value
 is ``mix(mix(counter ^ w0) + w1)`` with ``mix`` the "lowbias32" integer finaliser (an
 invertible 32-bit mixer; Wellons 2018); normals are ``sqrt(2) * erfinv(2u - 1)`` like
 ``jax.random.normal``. The two words are the op's drawn parameters, so a replay gives the
