@@ -34,6 +34,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, str(Path(__file__).parent))
+import bad_inputs  # noqa: E402 - the corpus writer of the earlier hostile-file cases
+
 H, W = 24, 40
 
 
@@ -363,15 +366,8 @@ BAD = [
 
 
 def generate(folder, cases=(*GOOD, *BAD)) -> dict[str, Path]:
-    """Write every case into ``folder``; returns name -> path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for case in cases:
-        p = folder / case.name
-        p.write_bytes(case.make())
-        paths[case.name] = p
-    return paths
+    """Write every case into ``folder``; returns name -> path (``bad_inputs.generate``)."""
+    return bad_inputs.generate(folder, cases)
 
 
 if __name__ == "__main__":
