@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from imgproc._validate import check_number, check_odd
+
 __all__ = [
     "box",
     "gaussian",
@@ -43,28 +45,14 @@ __all__ = [
 ]
 
 
-def _check_size(size, name="size") -> int:
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or size % 2 == 0:
-        raise ValueError(f"{name} must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
-    return int(size)
-
-
 def _check_sigma(sigma) -> float:
-    try:
-        s = float(sigma)
-    except (TypeError, ValueError):
-        raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}") from None
-    if not np.isfinite(s) or s < 0:
-        raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
-    return s
+    return float(check_number("sigma", sigma, low=0))
 
 
 def gaussian_radius(sigma: float, truncate: float = 4.0) -> int:
     """Radius scipy.ndimage uses for a Gaussian: ``int(truncate * sigma + 0.5)``."""
     s = _check_sigma(sigma)
-    t = float(truncate)
-    if not np.isfinite(t) or t <= 0:
-        raise ValueError(f"truncate must be a finite number > 0; got {truncate!r}")
+    t = float(check_number("truncate", truncate, low=0, low_open=True))
     return int(t * s + 0.5)
 
 
@@ -73,7 +61,7 @@ def box(size: int) -> np.ndarray:
 
     Matches ``scipy.ndimage.uniform_filter(x, size)`` when applied with :func:`imgproc.correlate`.
     """
-    size = _check_size(size)
+    size = check_odd("size", size)
     return np.full((size, size), 1.0 / (size * size), dtype=np.float32)
 
 
@@ -84,7 +72,7 @@ def gaussian_1d(sigma: float, *, size: int | None = None, truncate: float = 4.0)
     ``sigma == 0`` gives ``[1.]`` (identity).
     """
     s = _check_sigma(sigma)
-    radius = gaussian_radius(s, truncate) if size is None else _check_size(size) // 2
+    radius = gaussian_radius(s, truncate) if size is None else check_odd("size", size) // 2
     if s == 0:
         k = np.zeros(2 * radius + 1, np.float64)
         k[radius] = 1.0
@@ -133,7 +121,7 @@ def gaussian(sigma: float, *, size: int | None = None, truncate: float = 4.0, no
     s = _check_sigma(sigma)
     if s == 0:
         raise ValueError("sigma must be > 0 when normalize=False (the density is undefined at 0)")
-    radius = gaussian_radius(s, truncate) if size is None else _check_size(size) // 2
+    radius = gaussian_radius(s, truncate) if size is None else check_odd("size", size) // 2
     y, x = np.mgrid[-radius : radius + 1, -radius : radius + 1].astype(np.float64)
     k = np.exp(-(x**2 + y**2) / (2 * s**2)) / (2 * np.pi * s**2)
     return k.astype(np.float32)
@@ -145,7 +133,7 @@ def sharpen(size: int = 5, *, center: float | None = None) -> np.ndarray:
     ``center`` defaults to ``2 * size²`` (50 for 5×5), so the 5×5 default is the seed chapter's
     matrix: centre ``50/26 = 1.923077``, others ``-1/26 = -0.03846154``. It sums to 1.
     """
-    size = _check_size(size)
+    size = check_odd("size", size)
     if size == 1:
         return np.ones((1, 1), np.float32)
     c = 2.0 * size * size if center is None else float(center)
@@ -183,7 +171,7 @@ def sobel(axis: int) -> np.ndarray:
 
 def identity(size: int = 1) -> np.ndarray:
     """``size``×``size`` kernel with a single 1 in the centre (leaves an image unchanged)."""
-    size = _check_size(size)
+    size = check_odd("size", size)
     k = np.zeros((size, size), np.float32)
     k[size // 2, size // 2] = 1.0
     return k

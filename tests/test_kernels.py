@@ -87,7 +87,7 @@ def test_factor_ranks():
     [
         (lambda: kernels.box(4), "odd integer"),
         (lambda: kernels.box(0), "odd integer"),
-        (lambda: kernels.gaussian(-1.0), "sigma must be a finite number >= 0"),
+        (lambda: kernels.gaussian(-1.0), r"sigma must be a finite number in \[0, inf\]"),
         (lambda: kernels.gaussian(float("nan")), "sigma must be a finite number"),
         (lambda: kernels.gaussian(0.0, normalize=False), "sigma must be > 0"),
         (lambda: kernels.gaussian_1d(1.0, truncate=0), "truncate must be"),
