@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from imgproc._validate import DTYPES, LAYOUTS, check_dtype, check_layout
 
 __all__ = [
-    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc",
+    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "resolve_max",
     "spatial_axes", "to_bhwc", "to_compute", "to_output",
 ]
 
@@ -85,3 +85,8 @@ def dtype_max(dtype) -> float:
     """White for ``dtype``: ``iinfo.max`` for integers, 1.0 for floats."""
     dt = jnp.dtype(dtype)
     return float(jnp.iinfo(dt).max) if jnp.issubdtype(dt, jnp.integer) else 1.0
+
+
+def resolve_max(max_value, dtype):
+    """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
+    return dtype_max(dtype) if max_value is None else max_value

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from imgproc._arrays import channel_axis, spatial_axes
+from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_number, check_range
-from imgproc.augment._common import back, need_rgb, resolve_max, to_float
+from imgproc.augment._common import back, need_rgb, to_float
 
 GRAY_WEIGHTS = (0.2989, 0.5870, 0.1140)
 # Channel ranges and values at or below this count as 0 in the HSV conversion (hue and

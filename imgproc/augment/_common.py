@@ -2,26 +2,22 @@
 
 Value range
     Colour and noise ops need to know what "white" is. Every such op takes
-    ``max_value=None``, meaning the range of the image's own dtype (:func:`dtype_max`:
-    255 for uint8, 65535 for uint16, 1.0 for float images). A :class:`imgproc.Pipeline`
-    computes in float32, so it passes ``max_value`` explicitly: the range of the dtype it
-    was called with (a uint8 batch is treated as 0..255 all the way through).
+    ``max_value=None``, meaning the range of the image's own dtype
+    (:func:`imgproc._arrays.resolve_max`: 255 for uint8, 65535 for uint16, 1.0 for float
+    images). A :class:`imgproc.Pipeline` computes in float32, so it passes ``max_value``
+    explicitly: the range of the dtype it was called with (a uint8 batch is treated as
+    0..255 all the way through).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 
-from imgproc._arrays import channel_axis, dtype_max, spatial_axes, to_output
+from imgproc._arrays import channel_axis, spatial_axes, to_output
 from imgproc._random import uniform
 from imgproc._validate import check_range
 
-__all__ = ["back", "channels", "draw_box", "dtype_max", "hw", "need_rgb", "resolve_max", "to_float"]
-
-
-def resolve_max(max_value, dtype):
-    """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
-    return dtype_max(dtype) if max_value is None else max_value
+__all__ = ["back", "channels", "draw_box", "hw", "need_rgb", "to_float"]
 
 
 def hw(shape_or_image, layout):

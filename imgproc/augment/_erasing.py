@@ -5,12 +5,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from imgproc._arrays import channel_axis, spatial_axes
+from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_choice, check_number
-from imgproc.augment._common import back, draw_box, hw, resolve_max, to_float
+from imgproc.augment._common import back, draw_box, hw, to_float
 from imgproc.augment._noise import field_words, hash_normal
 
 

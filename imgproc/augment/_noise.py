@@ -18,10 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._arrays import resolve_max
 from imgproc._random import run_random_op
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_number
-from imgproc.augment._common import back, resolve_max, to_float
+from imgproc.augment._common import back, to_float
 
 
 def _mix(v):
