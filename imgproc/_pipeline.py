@@ -125,6 +125,14 @@ class Pipeline:
     def __repr__(self):
         return f"Pipeline({self.to_spec()!r}, layout={self.layout!r})"
 
+    def __getstate__(self):
+        """A pipeline pickles as its spec and options (``multiprocessing`` with spawn,
+        Grain workers); the other side builds and compiles it again on first use."""
+        return {"spec": self.to_spec(), "layout": self.layout, "bucket": self.bucket}
+
+    def __setstate__(self, state):
+        self.__init__(state["spec"], layout=state["layout"], bucket=state["bucket"])
+
     def __call__(self, images, *, key=None, indices=None, return_params=False):
         """Run on ``images``; random stages draw from ``key`` (see the class docstring)."""
         if self.is_random and key is None:

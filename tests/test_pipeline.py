@@ -191,3 +191,17 @@ def test_large_host_batches_run_in_chunks(monkeypatch):
     chunked = pipe(x)
     np.testing.assert_array_equal(chunked, whole)
     assert pipe.trace_count == 3  # batch of 7, then chunks of 3 and 1
+
+
+def test_a_pipeline_pickles_as_its_spec():
+    import pickle
+
+    pipe = imgproc.Pipeline([{"op": "correlate", "kernel": [[0, 1, 0], [1, -4, 1], [0, 1, 0]]},
+                             {"op": "random_choice", "ops": [{"op": "random_hue"}, {"op": "flip_up_down"}]}],
+                            layout="NHWC")
+    x = np.random.default_rng(4).random((3, 9, 10, 3), dtype=np.float32)
+    key = jax.random.key(2)
+    want = np.asarray(pipe(x, key=key))
+    again = pickle.loads(pickle.dumps(pipe))
+    assert again.to_spec() == pipe.to_spec() and again.layout == "NHWC" and again.trace_count == 0
+    np.testing.assert_array_equal(np.asarray(again(x, key=key)), want)
