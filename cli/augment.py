@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from imgproc.cli import EXIT_CODES, handle_errors, load_spec
+from imgproc.cli._options import EXIT_CODES, output_extension
+from imgproc.cli._process import load_spec
 
 SHEET_NAME = "contact_sheet.png"
 SHEET_MAX_ROWS = 8
@@ -24,7 +25,7 @@ SHEET_MAX_VARIANTS = 8
 
 
 def _inputs(input):
-    from imgproc.cli._batch import find_inputs
+    from imgproc.cli._plan import find_inputs
     from imgproc.errors import InputError
 
     p = Path(input)
@@ -59,8 +60,8 @@ def augment_image(pipe, image, *, key, first_index, count):
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality.")
 @click.option("--overwrite", is_flag=True, help="Replace existing variants and contact sheet.")
 @click.option("--no-sheet", is_flag=True, help="Do not write the contact sheet.")
-@handle_errors
-def augment(input, outdir, spec, count, seed, quality, overwrite, no_sheet):
+@click.pass_context
+def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet):
     """Write COUNT augmented variants of each image in IN (file, folder or glob) to OUTDIR,
     plus OUTDIR/contact_sheet.png to look at them.
 
@@ -73,7 +74,6 @@ def augment(input, outdir, spec, count, seed, quality, overwrite, no_sheet):
     import numpy as np
 
     import imgproc
-    from imgproc._io import OUTPUT_FORMATS
     from imgproc.errors import ImgprocError, OutputError
 
     pipe = load_spec(spec)
@@ -91,7 +91,7 @@ def augment(input, outdir, spec, count, seed, quality, overwrite, no_sheet):
     key = jax.random.key(seed)
     rows, failures, written = [], [], 0
     for i, src in enumerate(files):
-        ext = src.suffix.lower() if src.suffix.lower() in OUTPUT_FORMATS else ".png"
+        ext = output_extension(src)
         dsts = [out / f"{src.stem}_{k:03d}{ext}" for k in range(count)]
         try:
             existing = [d for d in dsts if d.exists()]
@@ -129,8 +129,9 @@ def augment(input, outdir, spec, count, seed, quality, overwrite, no_sheet):
         tmp.replace(sheet)
     click.echo(f"{written} variants of {len(files) - len(failures)} images written to {out}"
                + ("" if no_sheet or not rows else f"; contact sheet {sheet}"))
+    if failures and len(failures) == len(files):
+        ctx.exit(failures[0][1])
     if failures:
-        if len(failures) == len(files):
-            raise SystemExit(failures[0][1])
         click.echo(f"{len(failures)} of {len(files)} inputs failed", err=True)
-        raise SystemExit(1)
+        ctx.exit(1)
+    ctx.exit(0)

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from imgproc.cli import main
+from imgproc.cli import cli as imgproc_cli
 
 SPEC = [{"op": "random_flip_left_right"}, {"op": "random_brightness"},
         {"op": "random_choice", "ops": [{"op": "gaussian_blur", "sigma": 1.0, "size": 3}, {"op": "gaussian_noise"}]}]
@@ -26,7 +26,7 @@ def setup(tmp_path):
 
 
 def run(*args):
-    return CliRunner().invoke(main, ["augment", *map(str, args)])
+    return CliRunner().invoke(imgproc_cli, ["augment", *map(str, args)])
 
 
 def test_writes_variants_and_contact_sheet_reproducibly(setup):

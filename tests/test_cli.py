@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 import imgproc
-from imgproc.cli import main
+from imgproc.cli import cli as imgproc_cli
 
 
 def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
+    result = CliRunner().invoke(imgproc_cli, [str(a) for a in args])
     return result.exit_code, result.stdout, result.stderr
 
 

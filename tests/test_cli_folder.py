@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from imgproc.cli import main
+from imgproc.cli import cli as imgproc_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bad_inputs import bomb, photo  # noqa: E402
@@ -31,7 +31,7 @@ BAD = {
 
 
 def cli(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
+    r = CliRunner().invoke(imgproc_cli, [str(a) for a in args])
     return r.exit_code, r.stderr
 
 
@@ -215,7 +215,7 @@ def test_unwritable_output_folder(tmp_path, samples, monkeypatch):
     folder refuses new files with EACCES."""
     import tempfile
 
-    import imgproc.cli._batch as batch
+    import imgproc.cli._plan as plan
 
     def refuse(*a, **k):
         raise PermissionError(errno.EACCES, "Permission denied")
@@ -225,7 +225,7 @@ def test_unwritable_output_folder(tmp_path, samples, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     code, err = cli("denoise", samples / "chelsea.jpg", out / "o.jpg")
     assert code == 73 and "folder not writable (Permission denied)" in err and len(err.splitlines()) == 1
-    monkeypatch.setattr(batch.os, "open", refuse)
+    monkeypatch.setattr(plan.os, "open", refuse)
     code, err = cli("denoise", samples, out)
     assert code == 73 and "folder not writable" in err and len(err.splitlines()) == 1
     assert os.listdir(out) == []

@@ -15,7 +15,7 @@ from PIL import Image
 
 import imgproc
 from imgproc._loader import read_image
-from imgproc.cli import main
+from imgproc.cli import cli as imgproc_cli
 from imgproc.errors import ImgprocWarning, InvalidImageError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -34,7 +34,7 @@ def digest(p):
 
 
 def cli(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
+    r = CliRunner().invoke(imgproc_cli, [str(a) for a in args])
     return r.exit_code, r.stderr
 
 

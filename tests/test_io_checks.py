@@ -47,10 +47,9 @@ def test_host_aligned_copies_misaligned_arrays_only(dtype):
     np.testing.assert_array_equal(misaligned, before)
 
 
-def test_reuse_host_memory_applies_on_glibc_and_the_command_calls_it(monkeypatch):
+def test_reuse_host_memory_applies_on_glibc_and_the_entry_point_calls_it(monkeypatch, capsys):
     import platform
-
-    from click.testing import CliRunner
+    import sys
 
     import imgproc
     import imgproc.cli as cli
@@ -59,5 +58,8 @@ def test_reuse_host_memory_applies_on_glibc_and_the_command_calls_it(monkeypatch
     assert applied is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
     calls = []
     monkeypatch.setattr(cli, "reuse_host_memory", lambda: calls.append(1) or True)
-    assert CliRunner().invoke(cli.main, ["info"]).exit_code == 0
+    monkeypatch.setattr(sys, "argv", ["imgproc", "info"])
+    with pytest.raises(SystemExit) as exit:
+        cli.main()  # the console script's target: imgproc = "imgproc.cli:main"
+    assert exit.value.code == 0 and "backend " in capsys.readouterr().out
     assert calls == [1]

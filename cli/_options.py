@@ -1,0 +1,134 @@
+"""The options every file command shares, built once into a :class:`RunOptions`.
+
+:func:`io_options` adds IN, OUT and the shared options to a command, builds one
+:class:`RunOptions` from them and hands it to the command through click's context object
+(``ctx.obj``); the command takes it with ``@click.pass_obj``::
+
+    @cli.command()
+    @io_options
+    @click.option("--sigma", ...)
+    @click.pass_obj
+    def blur(run: RunOptions, sigma): ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+
+import click
+
+from imgproc._io import OUTPUT_FORMATS
+from imgproc._loader import DEFAULT_MAX_PIXELS
+
+EXIT_CODES = """\b
+Exit codes:
+  0    all done
+  1    a batch finished but some inputs failed (summary printed)
+  2    usage error
+  65   input is not a valid image (corrupt, truncated, unsupported, too many pixels)
+  66   input missing or unreadable
+  73   output cannot be created (exists without --overwrite, same file as input,
+       unknown extension, folder not writable)
+  74   I/O error while writing (disk full)
+  70   internal error (one line; the traceback with --debug)
+  130  interrupted
+"""
+
+MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """IN, OUT and how to read, run and write them (one value per shared option)."""
+
+    input: str = ""
+    output: str = ""
+    quality: int = 95
+    overwrite: bool = False
+    recursive: bool = False
+    out_format: str | None = None  # ".png" etc.; None: see output_extension
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    allow_truncated: bool = False
+    strip: bool = False
+    fail_fast: bool = False
+    quiet: bool = False
+    log_format: str = "text"
+    batch_size: int = 8
+    workers: int | None = None
+    shard_index: int = 0
+    num_shards: int = 1
+    log_interval: float = 10.0
+    debug: bool = False  # the group's --debug: tracebacks of internal errors
+
+
+def output_extension(src, out_format: str | None = None) -> str:
+    """The extension of the output written for input ``src``: ``out_format`` (``--format``)
+    when given, else the input's own extension when it is an output format, else ``.png``
+    (GIF and JPE inputs, say).
+
+    >>> output_extension("a/photo.JPG"), output_extension("anim.gif"), output_extension("x.tif", ".png")
+    ('.jpg', '.png', '.png')
+    """
+    if out_format is not None:
+        return out_format
+    ext = Path(src).suffix.lower()
+    return ext if ext in OUTPUT_FORMATS else ".png"
+
+
+def _format_option(ctx, param, value):
+    if value is None:
+        return None
+    ext = value.lower() if value.startswith(".") else "." + value.lower()
+    if ext not in OUTPUT_FORMATS:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(sorted(e[1:] for e in OUTPUT_FORMATS))}")
+    return ext
+
+
+_FIELDS = {f.name for f in dataclasses.fields(RunOptions)}
+
+
+def io_options(fn):
+    """Add IN, OUT and the shared options to a command; build their :class:`RunOptions`
+    once and put it in ``ctx.obj`` for the command (``@click.pass_obj``)."""
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs):
+        ctx = click.get_current_context()
+        shared = {name: kwargs.pop(name) for name in list(kwargs) if name in _FIELDS}
+        ctx.obj = RunOptions(**shared, debug=bool(ctx.find_root().params.get("debug", False)))
+        return fn(**kwargs)
+
+    opt = click.option
+    for decorator in reversed([
+        click.argument("input", type=click.Path()),
+        click.argument("output", type=click.Path()),
+        opt("--overwrite", is_flag=True, help="Replace outputs that exist (atomically); without it they are skipped in folder runs."),
+        opt("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality."),
+        opt("-r", "--recursive", is_flag=True, help="Folder input: include subfolders (the output mirrors the tree)."),
+        opt("--format", "out_format", metavar="EXT", default=None, callback=_format_option,
+            help="Folder runs: output format for every file (jpg, png, tif, webp, bmp); default: the input's extension (png for gif)."),
+        opt("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
+            help="Refuse images with more pixels (checked before decoding)."),
+        opt("--allow-truncated", is_flag=True, help="Decode truncated files as far as they go (with a warning)."),
+        opt("--strip", is_flag=True, help="Write no metadata (EXIF, ICC profile)."),
+        opt("--fail-fast", is_flag=True, help="Folder runs: stop at the first failing file."),
+        opt("-q", "--quiet", is_flag=True, help="No progress, warnings or success summary (errors still printed)."),
+        opt("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+            help="Folder runs: progress, errors and summary as text or JSON lines on stderr."),
+        opt("--batch-size", type=click.IntRange(1, 1024), default=8, show_default=True, help="Folder runs: images of one shape per pipeline call."),
+        opt("--workers", type=click.IntRange(1, 256), default=None, help="Folder runs: decode/encode threads [default: CPUs + 2, at most 8]."),
+        opt("--shard-index", type=click.IntRange(min=0), default=0, show_default=True, help="Folder runs: which shard this process does (0-based)."),
+        opt("--num-shards", type=click.IntRange(min=1), default=1, show_default=True, help="Folder runs: split the inputs into this many shards (by a hash of their path)."),
+        opt("--log-interval", type=click.FloatRange(min=0), default=10.0, show_default=True, hidden=True),
+    ]):
+        wrapper = decorator(wrapper)
+    return wrapper
+
+
+def mode_option(fn):
+    return click.option(
+        "--mode", type=click.Choice(MODES), default="reflect", show_default=True,
+        help="Boundary mode (scipy.ndimage names).",
+    )(fn)

@@ -1,0 +1,53 @@
+"""What a file command does once it has its pipeline: :func:`process` runs it from IN to
+OUT (a file is a one-job run, a folder or glob one job per image), :func:`load_spec`
+reads a pipeline from a JSON spec."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from imgproc.cli._options import RunOptions
+from imgproc.cli._plan import is_folder_input, plan_file, plan_folder
+from imgproc.cli._report import OneFileReport, Reporter
+from imgproc.cli._runner import run_jobs
+from imgproc.errors import InputError
+
+
+def process(pipeline, opts: RunOptions, *, key=None) -> int:
+    """Run ``pipeline`` from ``opts.input`` to ``opts.output``; the exit code.
+
+    A file is checked (output writable, not the input, not existing without
+    ``overwrite``) before any work and run as one job that stops at its failure: the exit
+    code is that file's (65, 66, 73, 74, ...), with one ``error:`` line and no progress or
+    summary; other errors (a bad option the pipeline rejects) go to the command's error
+    handler. A folder or glob runs every image into the output folder (0 all done, 1 some
+    failed, 74 disk full, 130 interrupted). ``key``: for pipelines with random stages
+    (image ``i`` of the sorted inputs gets ``fold_in(key, i)``)."""
+    if is_folder_input(opts.input):
+        jobs = plan_folder(opts)
+        return run_jobs(pipeline, jobs, opts, Reporter(len(jobs), opts), key=key)
+    job = plan_file(opts)
+    one = dataclasses.replace(opts, fail_fast=True)
+    return run_jobs(pipeline, [job], one, OneFileReport(one), key=key, raise_unexpected=True)
+
+
+def load_spec(spec, **options):
+    """The :class:`imgproc.Pipeline` in the JSON file ``spec`` (``options`` go to
+    ``Pipeline.from_spec``). An unreadable file is an input error (exit 66); bad JSON or an
+    invalid stage is a ``ValueError`` naming the file (a usage error, exit 2)."""
+    import imgproc
+
+    try:
+        text = Path(spec).read_text()
+    except FileNotFoundError:
+        raise InputError(spec, "no such file") from None
+    except OSError as e:
+        raise InputError(spec, f"cannot read ({e.strerror or e})") from None
+    try:
+        return imgproc.Pipeline.from_spec(text, **options)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{spec}: not valid JSON ({e})") from None
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{spec}: {e}") from None
