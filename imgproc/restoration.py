@@ -609,6 +609,9 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     planes = jnp.moveaxis(x, 3, 1)
     n, c, h, w = planes.shape
     p = lax.optimization_barrier(_pad_axis_strips(_pad_axis_strips(planes, r, 2, mode), r, 3, mode))
+    # per-image sigmas (N,) (denoise's estimate for a batch) or scalars
+    sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
+    sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
     cc = -0.5 / (sigma_color * sigma_color)
     sc = -0.5 / (sigma_spatial * sigma_spatial)
     num = jnp.zeros_like(planes)

@@ -299,3 +299,32 @@ def test_median_network_selects_the_median():
                 v[i], v[j] = min(v[i], v[j]), max(v[i], v[j])
             assert v[n // 2] == n // 2
     assert math.isclose(len(R.median_network(9)), 24)
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from imgproc.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+def test_cli_denoise_methods(tmp_path, rng):
+    clean = (ndi.gaussian_filter(rng.random((24, 26, 3)), 2) * 255).astype(np.uint8)
+    noisy = np.clip(clean + 15 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+    src = tmp_path / "in.png"
+    imgproc.save_image(src, noisy)
+    code, err = _cli("denoise", src, tmp_path / "auto.png", "--verbose")
+    assert code == 0 and err.count("\n") == 1 and "noise sigma" in err and "method nl_means" in err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "auto.png"), np.asarray(imgproc.denoise(noisy)))
+    code, _ = _cli("denoise", src, tmp_path / "med.png", "--method", "median", "--size", "5")
+    assert code == 0
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "med.png"), np.asarray(imgproc.median(noisy, size=5)))
+    code, _ = _cli("denoise", src, tmp_path / "ch.png", "--method", "chapter")
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "ch.png"), np.asarray(imgproc.presets.denoise()(noisy)))
+    code, _ = _cli("denoise", src, tmp_path / "nl.png", "--method", "nl-means", "--noise-sigma", "15")
+    assert code == 0
+    assert _cli("denoise", src, tmp_path / "x.png", "--method", "wiener")[0] == 2
+    assert _cli("denoise", src, tmp_path / "x.png", "--noise-sigma", "-1")[0] == 2
+    assert _cli("denoise", src, tmp_path / "auto.png")[0] == 73  # exists without --overwrite
