@@ -332,6 +332,9 @@ def write_results(rows, path: Path, notes: str = ""):
     gpu = HERE / "RESULTS_GPU.md"  # written by `make bench-gpu` on a GPU machine
     if gpu.exists():
         lines += ["", gpu.read_text().strip()]
+    denoise = HERE / "RESULTS_DENOISE.md"  # written by benchmarks/denoise_quality.py
+    if denoise.exists():
+        lines += ["", denoise.read_text().strip()]
     if notes:
         lines += ["", notes]
     path.write_text("\n".join(lines) + "\n")
@@ -340,7 +343,7 @@ def write_results(rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="filters,command,augment,folder")
+    parser.add_argument("--only", default="filters,command,augment,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -367,6 +370,10 @@ def main():
             for r in mod.run():
                 rows.append({"group": r.get("group", name), "name": r["name"], "ms": r.get("ms", float("nan")),
                              "cores": r.get("cores", float("nan")), "vs": r.get("vs", float("nan")), "baseline": r.get("baseline", "")})
+    if "denoise" in only:  # quality and speed table of the denoisers (benchmarks/denoise_quality.py)
+        import denoise_quality
+
+        (HERE / "RESULTS_DENOISE.md").write_text(denoise_quality.run_section(args.quick) + "\n")
     notes_path = HERE / "NOTES.md"
     write_results(rows, Path(args.out), notes_path.read_text() if notes_path.exists() else "")
     print(f"\nwrote {args.out}")

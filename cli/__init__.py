@@ -232,7 +232,7 @@ def main(debug):
 @click.option("--method", type=click.Choice(["auto", "nl-means", "bm3d", "tv", "bilateral", "median", "chapter"]),
               default="auto", show_default=True,
               help="auto: estimate the noise per image; salt-and-pepper -> median of the impulses, "
-                   "otherwise NL-means with h = 0.8 sigma. chapter: the seed chapter's Gaussian + sharpen.")
+                   "otherwise NL-means with h = 0.6 sigma. chapter: the seed chapter's Gaussian + sharpen.")
 @click.option("--noise-sigma", type=click.FloatRange(min=0), default=None,
               help="Noise sigma in the image's units (0..255 for 8-bit) instead of the estimate "
                    "(auto, nl-means, bm3d, bilateral).")

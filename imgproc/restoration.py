@@ -348,9 +348,11 @@ def impulse_fraction(image, *, max_value=None, layout=None):
     Rule: a sample is an impulse when it lies within 2 % of the value range's ends (``<=
     0.02 * max_value`` or ``>= 0.98 * max_value``) *and* differs from the median of its
     3×3 neighbourhood (same channel, reflected border) by more than ``0.25 * max_value``.
-    Saturated areas of a clean photo agree with their median and do not count. An image
-    whose fraction exceeds ``IMPULSE_MIN_FRACTION`` (0.5 %) is treated as having impulse
-    noise by :func:`denoise`.
+    Saturated areas of a clean photo agree with their median and do not count.
+    :func:`denoise` treats an image as having impulse noise when this fraction exceeds
+    ``IMPULSE_MIN_FRACTION`` (0.5 %) and, with those samples replaced by their 3×3 median,
+    the estimated Gaussian noise is below ``IMPULSE_MAX_RESIDUAL * max_value`` (4 %;
+    strongly clipped Gaussian noise also has extreme samples).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
@@ -369,6 +371,20 @@ def impulse_fraction(image, *, max_value=None, layout=None):
     image, layout = _prepare(image, layout)
     max_value = _check_nonneg("max_value", resolve_max(max_value, image.dtype), positive=True)
     return _per_image(_impulse_fraction(image, jnp.asarray(max_value, jnp.float32), layout=layout), layout)
+
+
+# ... and when, with the impulses replaced by their 3x3 median, the estimated noise sigma
+# is below IMPULSE_MAX_RESIDUAL * max_value: strong Gaussian noise clipped at 0 and white
+# also makes extreme samples that differ from their median (sigma 50 on 0..255: 2-3 % of
+# the samples), but the rest of the image stays noisy (residual sigma about 41 there,
+# against about 3 for 5 % salt-and-pepper; benchmarks/denoise_quality.py images).
+IMPULSE_MAX_RESIDUAL = 0.04
+
+
+def _is_impulsive(x, frac, max_value):
+    """Per-image decision of ``auto`` for one (1, H, W, C) image."""
+    residual = _sigma_nhwc(_switching_median(x, 3, max_value))[0]
+    return (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
 
 
 def _switching_median(x, size, max_value):
@@ -427,8 +443,10 @@ def _nlm_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
     return num / den[..., None]
 
 
-# h = H_PER_SIGMA * sigma when h is not given (measured: scripts in benchmarks/denoise_quality.py)
-H_PER_SIGMA = 0.8
+# h = H_PER_SIGMA * sigma when h is not given: measured with benchmarks/denoise_quality.py
+# (its "NL-means strength rule" table; k = 0.5-0.6 best at sigma 15-50 with the estimated
+# sigma, 0.8 about 0.3-1 dB lower; see benchmarks/RESULTS.md)
+H_PER_SIGMA = 0.6
 
 
 @functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate"))
@@ -465,7 +483,7 @@ def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="r
         sigma: noise standard deviation in the image's units (0..255 for uint8), >= 0.
             ``None``: estimated per image with :func:`estimate_sigma` when ``h`` is None
             too, else 0 (skimage's default).
-        h: filter strength in the image's units, >= 0. ``None``: ``0.8 * sigma`` (the
+        h: filter strength in the image's units, >= 0. ``None``: ``0.6 * sigma`` (the
             estimate's when sigma is None). ``h=0`` with ``sigma=0`` keeps the image.
         patch_size: odd patch side >= 1 (static).
         search_size: odd search-window side >= 1 (static), at most 51.
@@ -681,10 +699,10 @@ DENOISE_METHODS = ("auto", "nl_means", "bm3d", "tv", "bilateral", "median", "cha
 
 def _auto_one(x, max_value, sigma_override, *, r, d):
     """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
-    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.8 sigma."""
+    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
     frac = _impulse_mask(x, _median_nhwc(x, size=3, mode="reflect"), max_value).mean()
     sigma = jnp.where(sigma_override >= 0, sigma_override, _sigma_nhwc(x)[0])
-    branch = jnp.where(frac > IMPULSE_MIN_FRACTION, jnp.where(frac < 0.2, 0, 1), 2)
+    branch = jnp.where(_is_impulsive(x, frac, max_value), jnp.where(frac < 0.2, 0, 1), 2)
     return lax.switch(branch, [
         lambda im: _switching_median(im, 3, max_value),
         lambda im: _switching_median(im, 5, max_value),
@@ -714,6 +732,13 @@ def auto_choice(image, *, max_value=None, layout=None):
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _chapter_pipeline(sigma, size, sharpen, mode, layout):
+    from imgproc import presets
+
+    return presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode, layout=layout)
+
+
 def _chapter(image, *, layout=None, sigma=1.0, size=5, sharpen=True, mode="reflect"):
     """The seed chapter's preset (:func:`imgproc.presets.denoise`); ``sigma`` here is the
     Gaussian's sigma in pixels, as in the preset (not a noise level)."""
@@ -721,7 +746,7 @@ def _chapter(image, *, layout=None, sigma=1.0, size=5, sharpen=True, mode="refle
     from imgproc._filters import gaussian_blur, sharpen as _sharpen
 
     if not _is_traced(image):  # one compiled program, cast once at the end
-        return presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode, layout=layout)(image)
+        return _chapter_pipeline(float(sigma), int(size), bool(sharpen), mode, layout)(image)
     y = gaussian_blur(image, sigma, size=size, mode=mode, layout=layout)  # inside a pipeline: float32
     return _sharpen(y, size=5, mode=mode, layout=layout) if sharpen else y
 
@@ -778,11 +803,11 @@ def denoise(image, *, method="auto", sigma=None, **options):
     """Denoise with one of :data:`DENOISE_METHODS`.
 
     ``"auto"`` decides per image, inside the compiled program (so it also works as a
-    pipeline stage and for every image of a batch): when :func:`impulse_fraction` exceeds
-    0.5 % the image has salt-and-pepper noise and each detected impulse is replaced by the
+    pipeline stage and for every image of a batch): when the image has salt-and-pepper
+    noise (the rule in :func:`impulse_fraction`) each detected impulse is replaced by the
     median of its 3×3 window (5×5 from 20 % impulses; other pixels are kept); otherwise
     :func:`nl_means` with ``sigma`` (estimated by :func:`estimate_sigma` when None) and
-    ``h = 0.8 * sigma``, patch 7, search window 21 (``patch_size``/``search_size``
+    ``h = 0.6 * sigma`` (measured best, benchmarks/RESULTS.md), patch 7, search window 21 (``patch_size``/``search_size``
     change them). ``"nl_means"``, ``"tv"`` (:func:`tv_chambolle`), ``"bilateral"``
     (``sigma_color = 2 * sigma`` unless given, ``sigma_spatial=2``), ``"median"``
     (``size=3``), ``"bm3d"`` (``imgproc._bm3d.bm3d``) and ``"chapter"`` (the seed
