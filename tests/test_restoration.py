@@ -74,8 +74,6 @@ CASES = [
     Case("nl_means", lambda x, **o: imgproc.nl_means(x, **{"sigma": 0.05, "h": 0.2, "patch_size": 3, "search_size": 5, **o}),
          lambda x: _nlm_reference(x, 0.05, 0.2, 3, 5, "reflect"), atol=2e-5, per_channel=False,
          identity={"h": 0.0, "sigma": 0.0}),
-    Case("denoise_auto", lambda x, **o: imgproc.denoise(x, patch_size=3, search_size=5, **o), None,
-         per_channel=False, local=False),
 ]
 IDS = [c.name for c in CASES]
 
@@ -144,6 +142,25 @@ def test_identity_options(case, rng):
     np.testing.assert_allclose(np.asarray(case.call(x, **case.identity)), x, atol=1e-6)
 
 
+def test_auto_per_image_in_a_batch_and_properties(rng):
+    """denoise(method="auto") decides per image inside the program: a batch equals a loop."""
+    clean = (ndi.gaussian_filter(rng.random((20, 22, 3)), 2) * 255).astype(np.uint8)
+    sp = clean.copy()
+    m = rng.random(sp.shape)
+    sp[m < 0.03], sp[m > 0.97] = 0, 255
+    gauss = np.clip(clean + 20 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+    call = lambda x, **o: imgproc.denoise(x, patch_size=3, search_size=5, **o)  # noqa: E731
+    batch = np.asarray(call(np.stack([sp, gauss])))
+    np.testing.assert_array_equal(batch[0], np.asarray(call(sp)))
+    np.testing.assert_array_equal(batch[1], np.asarray(call(gauss)))
+    nchw = np.asarray(call(np.moveaxis(np.stack([sp, gauss]), -1, 1), layout="NCHW"))
+    np.testing.assert_array_equal(np.moveaxis(nchw, 1, -1), batch)
+    flat16 = np.full((9, 10, 3), 30000, np.uint16)
+    np.testing.assert_array_equal(np.asarray(call(flat16)), flat16)
+    assert np.asarray(call(np.ones((1, 1), np.float32))).shape == (1, 1)
+    assert [c[0] for c in R.auto_choice(np.stack([sp, gauss]))] == ["median3", "nl_means"]
+
+
 def test_median_matches_opencv_uint8(rng):
     x = (rng.random((20, 22, 3)) * 255).astype(np.uint8)
     for size in (3, 5):
@@ -158,7 +175,7 @@ def test_median_matches_opencv_uint8(rng):
 
 def test_bilateral_matches_opencv_uint8(rng):
     x = (rng.random((20, 22, 3)) * 255).astype(np.uint8)
-    for size, sc, ss in [(5, 30, 2), (None, 20, 3)]:
+    for size, sc, ss in [(5, 30, 2), (None, 20, 2)]:
         got = np.asarray(imgproc.bilateral(x, sigma_color=sc, sigma_spatial=ss, size=size, mode="mirror"))
         ref = cv2.bilateralFilter(x, size or -1, sc, ss)
         assert np.abs(got.astype(int) - ref).max() <= 1
