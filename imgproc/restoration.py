@@ -55,7 +55,7 @@ def _check_nonneg(name, value, *, positive=False, allow_none=False):
     """A concrete finite number >= 0 (> 0 with ``positive``); traced values pass through."""
     if value is None and allow_none:
         return None
-    if _is_traced(value) or (hasattr(value, "shape") and not isinstance(value, np.ndarray) and _is_traced(value)):
+    if _is_traced(value):
         return value
     try:
         arr = np.asarray(value, np.float64)
@@ -264,10 +264,35 @@ _NETWORK_MAX_SIZE = 5
 _BARRIER_EVERY = 32
 
 
+def _median3(p, h, w):
+    """3x3 median of the padded (N, H+2, W+2, C) ``p``: each column of three is sorted once
+    (shared by the three windows that contain it); the median of the window is then
+    ``med3(max of the minima, med3 of the middles, min of the maxima)`` (Paeth's rule),
+    18 min/max operations a pixel instead of the 24 comparators of the 9-input network."""
+    a, b, c = p[:, 0:h], p[:, 1:h + 1], p[:, 2:h + 2]
+    lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+    mid = jnp.minimum(hi, c)
+    hi = jnp.maximum(hi, c)
+    lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)
+
+    def cols(v):
+        return v[:, :, 0:w], v[:, :, 1:w + 1], v[:, :, 2:w + 2]
+
+    def med3(u, v, t):
+        return jnp.maximum(jnp.minimum(u, v), jnp.minimum(jnp.maximum(u, v), t))
+
+    l0, l1, l2 = cols(lo)
+    m0, m1, m2 = cols(mid)
+    h0, h1, h2 = cols(hi)
+    return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(m0, m1, m2), jnp.minimum(jnp.minimum(h0, h1), h2))
+
+
 def _median_nhwc(x, *, size, mode):
     r = size // 2
     n, h, w, c = x.shape
     p = _pad_hw(x, r, mode)
+    if size == 3:
+        return _median3(p, h, w)
     vals = [p[:, i:i + h, j:j + w] for i in range(size) for j in range(size)]
     if size <= _NETWORK_MAX_SIZE:
         for k, (i, j) in enumerate(median_network(size * size)):
