@@ -256,6 +256,9 @@ def write_results(groups, rows, path: Path, notes: str = ""):
     ]
     if gpu_md.exists():
         lines += ["", gpu_md.read_text().strip()]
+    denoise_md = HERE / "RESULTS_DENOISE.md"  # written by benchmarks/denoise_quality.py
+    if denoise_md.exists():
+        lines += ["", denoise_md.read_text().strip()]
     if notes:
         lines += ["", notes]
     path.write_text("\n".join(lines) + "\n")
@@ -264,7 +267,7 @@ def write_results(groups, rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
-    parser.add_argument("--only", default="filters,command,augment,folder")
+    parser.add_argument("--only", default="filters,command,augment,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -288,6 +291,10 @@ def main():
             new_groups, new_rows = bench()
             groups += new_groups
             rows += new_rows
+    if "denoise" in only:  # quality and speed table of the denoisers (benchmarks/denoise_quality.py)
+        import denoise_quality
+
+        (HERE / "RESULTS_DENOISE.md").write_text(denoise_quality.run_section(args.quick) + "\n")
     notes_path = HERE / "NOTES.md"
     write_results(groups, rows, Path(args.out), notes_path.read_text() if notes_path.exists() else "")
     print(f"\nwrote {args.out}")

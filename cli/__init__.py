@@ -49,17 +49,29 @@ def cli(debug):
 
 @cli.command(epilog=EXIT_CODES)
 @io_options
-@click.option("--sigma", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Gaussian sigma in pixels.")
-@click.option("--size", type=int, default=5, show_default=True, help="Gaussian kernel side (odd).")
-@click.option("--sharpen/--no-sharpen", default=True, show_default=True, help="Sharpen after the blur.")
+@click.option("--method", type=click.Choice(["auto", "nl-means", "bm3d", "tv", "bilateral", "median", "chapter"]),
+              default="auto", show_default=True,
+              help="auto: estimate the noise per image; salt-and-pepper -> median of the impulses, "
+                   "otherwise NL-means with h = 0.6 sigma. chapter: the seed chapter's Gaussian + sharpen.")
+@click.option("--noise-sigma", type=click.FloatRange(min=0), default=None,
+              help="Noise sigma in the image's units (0..255 for 8-bit) instead of the estimate "
+                   "(auto, nl-means, bm3d, bilateral).")
+@click.option("--verbose", is_flag=True, help="Print the noise estimate and the chosen method (one line per image on stderr).")
+@click.option("--sigma", type=click.FloatRange(min=0), default=1.0, show_default=True, help="chapter: Gaussian sigma in pixels.")
+@click.option("--size", type=int, default=None, help="chapter: Gaussian kernel side (odd) [default: 5]; median: window side [default: 3].")
+@click.option("--sharpen/--no-sharpen", default=True, show_default=True, help="chapter: sharpen after the blur.")
 @mode_option
 @click.pass_context
-def denoise(ctx, sigma, size, sharpen, mode):
-    """Denoise IN into OUT: Gaussian blur then the 5x5 sharpen (the seed chapter's recipe)."""
-    from imgproc import presets
+def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
+    """Denoise IN into OUT (default --method auto; see docs/cli.md and the README)."""
+    from imgproc.cli import _denoise
+    from imgproc.cli._plan import is_folder_input
 
-    pipe = presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode, bucket=True)
-    ctx.exit(process(pipe, ctx.obj))
+    opts = ctx.obj
+    pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
+    if verbose:
+        pipe = _denoise.verbose(pipe, opts.input, method, is_folder_input(opts.input))
+    ctx.exit(process(pipe, opts))
 
 
 @cli.command(epilog=EXIT_CODES)

@@ -23,7 +23,17 @@ from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
 from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
 from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
-from imgproc.metrics import psnr
+from imgproc.metrics import psnr, ssim
+from imgproc import restoration  # registers the denoising ops as pipeline stages
+from imgproc.restoration import (
+    bilateral,
+    denoise,
+    estimate_sigma,
+    impulse_fraction,
+    median,
+    nl_means,
+    tv_chambolle,
+)
 from imgproc.host_memory import reuse_host_memory
 
 try:
@@ -53,6 +63,7 @@ __all__ = [
     "load_image",
     "presets",
     "psnr",
+    "ssim",
     "register_op",
     "registered_ops",
     "reuse_host_memory",
@@ -61,3 +72,5 @@ __all__ = [
     "unsharp_mask",
 ]
 __all__ += ["augment", *augment.__all__]
+__all__ += ["restoration", "bilateral", "denoise", "estimate_sigma", "impulse_fraction", "median", "nl_means",
+            "tv_chambolle"]

@@ -76,7 +76,16 @@ def takes(fn, name: str) -> bool:
     return name in inspect.signature(fn).parameters
 
 
+@functools.lru_cache(maxsize=None)
+def _open_ended(fn) -> bool:
+    """Whether ``fn`` takes ``**options`` (it checks its own option names)."""
+    return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
 def pick_options(fn, options: dict) -> dict:
+    """The ``options`` that ``fn`` names (all of them when it takes ``**options``)."""
+    if _open_ended(fn):
+        return dict(options)
     accepted = keywords(fn)[0]
     return {k: v for k, v in options.items() if k in accepted}
 
@@ -171,7 +180,7 @@ def lookup(op) -> OpInfo:
 
 def _check_options(info: OpInfo, options: dict) -> None:
     allowed, required = info.option_names()
-    unknown = sorted(set(options) - allowed)
+    unknown = [] if _open_ended(info.fn) else sorted(set(options) - allowed)
     if unknown:
         names = ", ".join(sorted(allowed)) or "none"
         raise ValueError(f"{info.name} has no option {', '.join(map(repr, unknown))}; its options: {names}")

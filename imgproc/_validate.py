@@ -33,6 +33,7 @@ __all__ = [
     "check_key",
     "check_number",
     "check_odd",
+    "check_per_image",
     "check_range",
     "check_size_pair",
     "is_traced",
@@ -98,11 +99,29 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def check_odd(name, size) -> int:
-    """An odd integer >= 1 (a kernel side), as ``int``."""
-    if not _is_int(size) or size < 1 or size % 2 == 0:
-        raise ValueError(f"{name} must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
+def check_odd(name, size, *, low=1, high=None) -> int:
+    """An odd integer in ``[low, high]`` (a kernel or window side), as ``int``."""
+    if not _is_int(size) or size < low or size % 2 == 0 or (high is not None and size > high):
+        top = "" if high is None else f" and <= {high}"
+        raise ValueError(f"{name} must be an odd integer >= {low}{top} ({low}, {low + 2}, ...); got {size!r}")
     return int(size)
+
+
+def check_per_image(name, value, *, low_open=False, allow_none=False):
+    """A finite number >= 0 (> 0 with ``low_open``), or one per image of a batch (a 1-D
+    array); None where ``allow_none``. Traced values pass through."""
+    if value is None and allow_none:
+        return None
+    if is_traced(value):
+        return value
+    try:
+        arr = np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.ndim > 1 or not np.all(np.isfinite(arr)) or np.any(arr <= 0 if low_open else arr < 0):
+        bound = "> 0" if low_open else ">= 0"
+        raise ValueError(f"{name} must be a finite number {bound}{' or None' if allow_none else ''}; got {value!r}")
+    return value
 
 
 def check_size_pair(name, size) -> tuple[int, int]:

@@ -1,0 +1,854 @@
+"""Restoration: denoising methods, noise estimation and ``denoise(method="auto")``.
+
+Every function takes an image in any layout of :mod:`imgproc._arrays` (``layout=None``
+infers HW, HWC or NHWC; ``"CHW"`` and ``"NCHW"`` must be named) and any supported dtype
+(uint8, uint16, float16, bfloat16, float32), computes in float32 and returns the input's
+shape and dtype (integers rounded and saturated once). Batches (NHWC, NCHW) are processed
+image by image in one compiled program.
+
+Units: ``sigma``, ``h`` and ``sigma_color`` are in the image's own value units (0..255 for
+uint8, 0..65535 for uint16, 0..1 for floats). ``max_value=None`` means the input dtype's
+range (255, 65535 or 1.0; inside a :class:`imgproc.Pipeline`, the range of the dtype the
+pipeline was called with), resolved by :func:`imgproc._arrays.resolve_max`.
+
+Options that set shapes (``patch_size``, ``search_size``, ``size``, ``mode``, ``layout``,
+``method``) are static; numeric ones (``sigma``, ``h``, ``weight``, ``eps``, ``n_iter``,
+``sigma_color``, ``sigma_spatial`` with an explicit ``size``) are traced: a new value does
+not recompile.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from imgproc._arrays import resolve_max, to_bhwc, to_output
+from imgproc._boundary import index_map, pad_axis
+from imgproc._checks import check_image
+from imgproc._stages import OpInfo, register_ops
+from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
+
+__all__ = [
+    "DENOISE_METHODS",
+    "bilateral",
+    "denoise",
+    "estimate_sigma",
+    "impulse_fraction",
+    "median",
+    "nl_means",
+    "tv_chambolle",
+]
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _prepare(image, layout, mode=None):
+    image, layout = check_image(image, layout)
+    if mode is not None:
+        check_mode(mode)
+    return image, layout
+
+
+# ----------------------------------------------------------------------------- layouts
+
+
+def _to_nhwc(x, layout):
+    """(N, H, W, C) view of ``x``: channels kept together (transposes channel-first)."""
+    if layout == "HW":
+        return x[None, :, :, None]
+    if layout == "HWC":
+        return x[None]
+    if layout == "CHW":
+        return jnp.moveaxis(x, 0, -1)[None]
+    if layout == "NCHW":
+        return jnp.moveaxis(x, 1, -1)
+    return x
+
+
+def _from_nhwc(y, layout, shape):
+    if layout == "CHW":
+        return jnp.moveaxis(y[0], -1, 0)
+    if layout == "NCHW":
+        return jnp.moveaxis(y, -1, 1)
+    return y.reshape(shape)
+
+
+def _per_image(values, layout):
+    """Per-image values (N,) as the caller sees them: a scalar for one image."""
+    return values if layout in ("NHWC", "NCHW") else values[0]
+
+
+def _pad_axis_strips(x, r, axis, mode):
+    """:func:`imgproc._boundary.pad_axis` that gathers only the two border strips and
+    joins them to the image (a gather of the whole extended array costs 10x more on CPU)."""
+    if r == 0:
+        return x
+    if mode == "constant":
+        return pad_axis(x, r, r, axis, mode, 0.0)
+    n = x.shape[axis]
+    idx = index_map(n, r, r, mode)
+    before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
+    after = jnp.take(x, jnp.asarray(idx[r + n:]), axis=axis)
+    return jnp.concatenate([before, x, after], axis=axis)
+
+
+def _pad_hw(x, r, mode):
+    """Extend axes 1 and 2 of (N, H, W, C) by ``r`` with scipy's ``mode`` (constant: 0)."""
+    # the barrier keeps XLA from fusing the joins into every reader of the padded array
+    # (a 5x5 median reads it 25 times: 79 -> 9 ms on 1024x1024x3 uint8)
+    return lax.optimization_barrier(_pad_axis_strips(_pad_axis_strips(x, r, 1, mode), r, 2, mode))
+
+
+def _per_image_scalar(value, n):
+    """A scalar or per-image (N,) option as float32 (N,)."""
+    v = jnp.asarray(value, jnp.float32)
+    return jnp.broadcast_to(v.reshape(-1) if v.ndim else v, (n,))
+
+
+# ----------------------------------------------------------------------------- estimate_sigma
+
+# PyWavelets' db2 decomposition high-pass filter (pywt.Wavelet("db2").dec_hi)
+_DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.22414386804185735, -0.12940952255092145], np.float32)
+_NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
+
+
+def _dwt_hi(x, axis):
+    """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
+    length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
+    n = x.shape[axis]
+    xe = pad_axis(x, 3, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
+    k = (n + 3) // 2
+    out = 0.0
+    for j, hj in enumerate(_DB2_HI):
+        start = 4 - j  # x_ext index 2k + 1 - j, shifted by the pad of 3
+        sl = [slice(None)] * x.ndim
+        sl[axis] = slice(start, start + 2 * k - 1, 2)
+        out = out + float(hj) * xe[tuple(sl)]
+    return out
+
+
+def _sigma_planes(planes):
+    """skimage's ``_sigma_est_dwt`` for each (H, W) plane of (P, H, W): the median absolute
+    value of the nonzero finest diagonal (db2) detail coefficients divided by
+    ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there)."""
+    dd = _dwt_hi(_dwt_hi(planes, 1), 2)
+    a = jnp.sort(jnp.abs(dd.reshape(dd.shape[0], -1)), axis=1)
+    total = a.shape[1]
+    zeros = jnp.sum(a == 0, axis=1)
+    m = total - zeros
+    lo = jnp.clip(zeros + (m - 1) // 2, 0, total - 1)
+    hi = jnp.clip(zeros + m // 2, 0, total - 1)
+    med = 0.5 * (jnp.take_along_axis(a, lo[:, None], 1)[:, 0] + jnp.take_along_axis(a, hi[:, None], 1)[:, 0])
+    return jnp.where(m > 0, med / _NORM_PPF_075, 0.0)
+
+
+def _sigma_nhwc(x):
+    """Noise sigma per image of (N, H, W, C) float32: the mean over channels."""
+    n, h, w, c = x.shape
+    planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
+    return _sigma_planes(planes).reshape(n, c).mean(axis=1)
+
+
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _estimate_sigma(image, *, layout):
+    return _sigma_nhwc(_to_nhwc(image.astype(jnp.float32), layout))
+
+
+def estimate_sigma(image, *, max_value=None, layout=None):
+    """Estimate the standard deviation of additive Gaussian noise, per image.
+
+    Matches ``skimage.restoration.estimate_sigma(plane)`` (wavelet median absolute deviation
+    of the finest diagonal db2 detail band, PyWavelets' "symmetric" extension) for each
+    channel, averaged over the channels (skimage's ``average_sigmas=True``), in the image's
+    own value units: a uint8 image gives values on 0..255 (skimage, which does not rescale
+    integers here either, gives the same number). A flat image gives 0 (skimage: NaN).
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        max_value: unused by the estimate itself (kept for a uniform signature; the result
+            is in the image's units whatever it is).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        A float32 JAX scalar for one image, an ``(N,)`` array for a batch.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> rng = np.random.default_rng(0)
+        >>> noisy = 0.5 + 0.1 * rng.standard_normal((64, 64)).astype(np.float32)
+        >>> round(float(imgproc.estimate_sigma(noisy)), 1)
+        0.1
+    """
+    image, layout = _prepare(image, layout)
+    return _per_image(_estimate_sigma(image, layout=layout), layout)
+
+
+# ----------------------------------------------------------------------------- median
+
+def _batcher_pairs(n):
+    """Batcher's odd-even merge sort comparators for ``n`` wires (a power of 2)."""
+    pairs = []
+
+    def merge(lo, hi, r):
+        step = r * 2
+        if step < hi - lo:
+            merge(lo, hi, step)
+            merge(lo + r, hi, step)
+            pairs.extend((i, i + r) for i in range(lo + r, hi - r, step))
+        else:
+            pairs.append((lo, lo + r))
+
+    def sort(lo, hi):
+        if hi - lo >= 1:
+            mid = lo + (hi - lo) // 2
+            sort(lo, mid)
+            sort(mid + 1, hi)
+            merge(lo, hi, 1)
+
+    sort(0, n - 1)
+    return pairs
+
+
+@functools.lru_cache(maxsize=None)
+def median_network(n):
+    """The comparators ``(i, j)`` (min to ``i``, max to ``j``) of a selection network whose
+    wire ``n // 2`` ends holding the median of ``n`` values: Batcher's sort for the next
+    power of 2, without the comparators that touch the padding (+inf) wires or that do not
+    reach the median wire."""
+    size = 1 << max(0, (n - 1).bit_length())
+    pairs = [(i, j) for i, j in _batcher_pairs(size) if j < n]
+    needed, kept = {n // 2}, []
+    for i, j in reversed(pairs):
+        if i in needed or j in needed:
+            kept.append((i, j))
+            needed |= {i, j}
+    return tuple(reversed(kept))
+
+
+# sizes up to this use the selection network; larger ones sort the stacked copies
+_NETWORK_MAX_SIZE = 5
+_BARRIER_EVERY = 32
+
+
+def _median3(p, h, w):
+    """3x3 median of the padded (N, H+2, W+2, C) ``p``: each column of three is sorted once
+    (shared by the three windows that contain it); the median of the window is then
+    ``med3(max of the minima, med3 of the middles, min of the maxima)`` (Paeth's rule),
+    18 min/max operations a pixel instead of the 24 comparators of the 9-input network."""
+    a, b, c = p[:, 0:h], p[:, 1:h + 1], p[:, 2:h + 2]
+    lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+    mid = jnp.minimum(hi, c)
+    hi = jnp.maximum(hi, c)
+    lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)
+
+    def cols(v):
+        return v[:, :, 0:w], v[:, :, 1:w + 1], v[:, :, 2:w + 2]
+
+    def med3(u, v, t):
+        return jnp.maximum(jnp.minimum(u, v), jnp.minimum(jnp.maximum(u, v), t))
+
+    l0, l1, l2 = cols(lo)
+    m0, m1, m2 = cols(mid)
+    h0, h1, h2 = cols(hi)
+    return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(m0, m1, m2), jnp.minimum(jnp.minimum(h0, h1), h2))
+
+
+def _median_nhwc(x, *, size, mode):
+    r = size // 2
+    n, h, w, c = x.shape
+    p = _pad_hw(x, r, mode)
+    if size == 3:
+        return _median3(p, h, w)
+    vals = [p[:, i:i + h, j:j + w] for i in range(size) for j in range(size)]
+    if size <= _NETWORK_MAX_SIZE:
+        for k, (i, j) in enumerate(median_network(size * size)):
+            a, b = vals[i], vals[j]
+            vals[i], vals[j] = jnp.minimum(a, b), jnp.maximum(a, b)
+            if k % _BARRIER_EVERY == _BARRIER_EVERY - 1:
+                # values feeding both a min and a max make XLA duplicate work when it
+                # fuses a deep network into one loop; cut it into pieces
+                vals = list(lax.optimization_barrier(vals))
+        return vals[(size * size) // 2]
+    return jnp.sort(jnp.stack(vals, axis=0), axis=0)[(size * size) // 2]
+
+
+@functools.partial(jax.jit, static_argnames=("size", "mode", "layout"))
+def _median(image, *, size, mode, layout):
+    # exact in any dtype: the median is one of the values, so integers stay integers
+    y = _median_nhwc(to_bhwc(image, layout), size=size, mode=mode)
+    return y.reshape(image.shape)
+
+
+def median(image, *, size=3, mode="reflect", layout=None):
+    """Median over a ``size``×``size`` window, per channel.
+
+    Matches ``scipy.ndimage.median_filter(plane, size, mode=mode)`` on each channel (exactly:
+    the median is one of the values), hence ``cv2.medianBlur(img, size)`` for uint8 images
+    with ``mode="mirror"`` (and away from the border for any mode). Sizes up to 5 run a
+    selection network (Batcher's odd-even merge sort pruned to the median wire) over
+    shifted copies, in the input dtype; larger odd sizes sort the stacked copies.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        size: odd window side >= 1 (static). ``size=1`` is the identity.
+        mode: boundary mode, scipy.ndimage's names (``"constant"`` fills 0).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        The filtered image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.zeros((5, 5), np.uint8); x[2, 2] = 255  # one impulse
+        >>> int(np.asarray(imgproc.median(x)).max())
+        0
+    """
+    size = check_odd("size", size)
+    image, layout = _prepare(image, layout, mode)
+    if size == 1:
+        return jnp.asarray(image)
+    return _median(image, size=size, mode=mode, layout=layout)
+
+
+# ----------------------------------------------------------------------------- impulse noise
+
+# A sample is an impulse when it sits within IMPULSE_LEVEL of the range's ends (0 or
+# max_value) and differs from its 3x3 median by more than IMPULSE_JUMP (both fractions of
+# max_value); an image has impulse noise when more than IMPULSE_MIN_FRACTION of its samples
+# are impulses.
+IMPULSE_LEVEL = 0.02
+IMPULSE_JUMP = 0.25
+IMPULSE_MIN_FRACTION = 0.005
+
+
+def _impulse_mask(x, med, max_value):
+    extreme = (x <= IMPULSE_LEVEL * max_value) | (x >= (1.0 - IMPULSE_LEVEL) * max_value)
+    return extreme & (jnp.abs(x - med) > IMPULSE_JUMP * max_value)
+
+
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _impulse_fraction(image, max_value, *, layout):
+    x = _to_nhwc(image.astype(jnp.float32), layout)
+    med = _median_nhwc(x, size=3, mode="reflect")
+    return _impulse_mask(x, med, max_value).mean(axis=(1, 2, 3))
+
+
+def impulse_fraction(image, *, max_value=None, layout=None):
+    """Fraction of samples (pixels × channels) that look like salt-and-pepper impulses.
+
+    Rule: a sample is an impulse when it lies within 2 % of the value range's ends (``<=
+    0.02 * max_value`` or ``>= 0.98 * max_value``) *and* differs from the median of its
+    3×3 neighbourhood (same channel, reflected border) by more than ``0.25 * max_value``.
+    Saturated areas of a clean photo agree with their median and do not count.
+    :func:`denoise` treats an image as having impulse noise when this fraction exceeds
+    ``IMPULSE_MIN_FRACTION`` (0.5 %) and, with those samples replaced by their 3×3 median,
+    the estimated Gaussian noise is below ``IMPULSE_MAX_RESIDUAL * max_value`` (4 %;
+    strongly clipped Gaussian noise also has extreme samples).
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        max_value: white; ``None``: the dtype's range (see the module docstring).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        Float32 JAX scalar in [0, 1] per image (``(N,)`` for a batch).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.full((10, 10), 128, np.uint8); x[::5, ::5] = 255
+        >>> round(float(imgproc.impulse_fraction(x)), 4)
+        0.04
+    """
+    image, layout = _prepare(image, layout)
+    max_value = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    return _per_image(_impulse_fraction(image, jnp.asarray(max_value, jnp.float32), layout=layout), layout)
+
+
+# ... and when, with the impulses replaced by their 3x3 median, the estimated noise sigma
+# is below IMPULSE_MAX_RESIDUAL * max_value: strong Gaussian noise clipped at 0 and white
+# also makes extreme samples that differ from their median (sigma 50 on 0..255: 2-3 % of
+# the samples), but the rest of the image stays noisy (residual sigma about 41 there,
+# against about 3 for 5 % salt-and-pepper; benchmarks/denoise_quality.py images).
+IMPULSE_MAX_RESIDUAL = 0.04
+
+
+def _is_impulsive(x, frac, max_value):
+    """Per-image decision of ``auto`` for one (1, H, W, C) image."""
+    residual = _sigma_nhwc(_switching_median(x, 3, max_value))[0]
+    return (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
+
+
+def _switching_median(x, size, max_value):
+    """Replace only the detected impulses by the ``size``×``size`` median."""
+    med3 = _median_nhwc(x, size=3, mode="reflect")
+    med = med3 if size == 3 else _median_nhwc(x, size=size, mode="reflect")
+    return jnp.where(_impulse_mask(x, med3, max_value), med, x)
+
+
+# ----------------------------------------------------------------------------- nl_means
+
+DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-d) with d > 5 are dropped
+
+
+def _box_valid(a, r, axis, first=0):
+    """Sums of the elements ``first .. 2r`` of each run of 2r+1 consecutive elements along
+    ``axis`` (valid part: length n - 2r); ``first=0``: the whole run."""
+    n = a.shape[axis] - 2 * r
+    out = jnp.zeros_like(lax.slice_in_dim(a, 0, n, axis=axis))
+    for i in range(first, 2 * r + 1):
+        out = out + lax.slice_in_dim(a, i, i + n, axis=axis)
+    return out
+
+
+def _nlm_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
+    """Fast NL-means of (N, H, W, C) float32; ``sigma`` and ``h`` per image (N,).
+
+    ``skimage_window``: sum the patch distance over skimage's (s-1)x(s-1) window (rows and
+    columns ``-r+1 .. r``; still divided by s²): scikit-image's fast mode reads its integral
+    image one row and column short (0.26: ``integral[row - offset, ...]`` where the patch
+    needs ``row - offset - 1``). For parity tests only."""
+    first = 1 if skimage_window else 0
+    cells = (2 * r + 1 - first) ** 2
+    n, hh, ww, c = x.shape
+    p = _pad_hw(x, r + d, mode)
+    centre = p[:, d:d + hh + 2 * r, d:d + ww + 2 * r]
+    s = 2 * d + 1
+    var2 = (2.0 * sigma * sigma)[:, None, None] * (cells / (2 * r + 1) ** 2)
+    inv_h2 = (1.0 / jnp.maximum(h * h, 1e-30))[:, None, None]
+    scale = 1.0 / (c * (2 * r + 1) ** 2)
+
+    def body(k, carry):
+        num, den = carry
+        dy, dx = k // s, k % s
+        shifted = lax.dynamic_slice(p, (0, dy, dx, 0), (n, hh + 2 * r, ww + 2 * r, c))
+        diff = centre - shifted
+        sq = jnp.sum(diff * diff, axis=-1)
+        dist = _box_valid(_box_valid(sq, r, 1, first), r, 2, first) * scale
+        e = jnp.maximum(dist - var2, 0.0) * inv_h2
+        wgt = jnp.where(e > DISTANCE_CUTOFF, 0.0, jnp.exp(-e))
+        num = num + wgt[..., None] * shifted[:, r:r + hh, r:r + ww]
+        return num, den + wgt
+
+    zero = jnp.zeros((n, hh, ww), x.dtype)
+    num, den = lax.fori_loop(0, s * s, body, (jnp.zeros_like(x), zero))
+    return num / den[..., None]
+
+
+# h = H_PER_SIGMA * sigma when h is not given: measured with benchmarks/denoise_quality.py
+# (its "NL-means strength rule" table, 4 images, estimated sigma: k = 0.6-0.7 best at
+# sigma 15 and 25 (within 0.15 dB), 0.6 best at sigma 50 where 0.8 loses 0.4 dB)
+H_PER_SIGMA = 0.6
+
+
+@functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate"))
+def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
+    x = _to_nhwc(image.astype(jnp.float32), layout)
+    n = x.shape[0]
+    if estimate:
+        sigma = _sigma_nhwc(x)
+        h = H_PER_SIGMA * sigma
+    else:
+        sigma = _per_image_scalar(sigma, n)
+        h = _per_image_scalar(h, n)
+    y = _nlm_nhwc(x, sigma, h, r=r, d=d, mode=mode)
+    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="reflect", max_value=None, layout=None):
+    """Non-local means, the fast (shifted-difference) form.
+
+    For each offset ``t`` of the ``search_size``×``search_size`` window, the patch distance
+    ``d(p, p+t)`` is the mean over a ``patch_size``×``patch_size`` patch and the channels of
+    the squared difference of the image and its shifted copy (a box filter); the weight is
+    ``exp(-max(d - 2σ², 0) / h²)``, dropped when the exponent exceeds 5; the result is the
+    weighted mean of the shifted pixels. This is the definition of
+    ``skimage.restoration.denoise_nl_means(fast_mode=True, patch_size=patch_size,
+    patch_distance=search_size // 2, h=h, sigma=sigma, channel_axis=-1)`` including its
+    multichannel normalisation (the distance is averaged over channels); with
+    ``mode="mirror"`` the border matches skimage's too (skimage pads with NumPy's
+    "reflect", which is scipy's "mirror").
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype. Channels
+            are denoised together (one weight per pixel and offset).
+        sigma: noise standard deviation in the image's units (0..255 for uint8), >= 0.
+            ``None``: estimated per image with :func:`estimate_sigma` when ``h`` is None
+            too, else 0 (skimage's default).
+        h: filter strength in the image's units, >= 0. ``None``: ``0.6 * sigma`` (the
+            estimate's when sigma is None). ``h=0`` with ``sigma=0`` keeps the image.
+        patch_size: odd patch side >= 1 (static).
+        search_size: odd search-window side >= 1 (static), at most 51.
+        mode: boundary mode (scipy.ndimage's names; ``"constant"`` fills 0).
+        max_value: unused (the units are the image's own); for a uniform signature.
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        The denoised image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> rng = np.random.default_rng(0)
+        >>> clean = np.full((32, 32), 0.5, np.float32)
+        >>> noisy = clean + 0.1 * rng.standard_normal(clean.shape).astype(np.float32)
+        >>> out = np.asarray(imgproc.nl_means(noisy, sigma=0.1, patch_size=5, search_size=11))
+        >>> bool(np.abs(out - clean).std() < 0.03)
+        True
+    """
+    patch_size = check_odd("patch_size", patch_size, high=51)
+    search_size = check_odd("search_size", search_size, high=51)
+    check_per_image("sigma", sigma, allow_none=True)
+    check_per_image("h", h, allow_none=True)
+    image, layout = _prepare(image, layout, mode)
+    estimate = sigma is None and h is None
+    if not estimate:
+        if sigma is None:
+            sigma = 0.0
+        if h is None:
+            h = H_PER_SIGMA * jnp.asarray(sigma, jnp.float32)
+    return _nl_means(image, sigma, h, r=patch_size // 2, d=search_size // 2, mode=mode, layout=layout,
+                     estimate=estimate)
+
+
+# ----------------------------------------------------------------------------- tv_chambolle
+
+
+def _tv_plane(f, weight, eps, n_iter):
+    """skimage's ``_denoise_tv_chambolle_nd`` on one 2-D plane (float32)."""
+    tau = 0.25  # 1 / (2 * ndim)
+
+    def grad(u):
+        gy = jnp.concatenate([u[1:] - u[:-1], jnp.zeros_like(u[:1])], axis=0)
+        gx = jnp.concatenate([u[:, 1:] - u[:, :-1], jnp.zeros_like(u[:, :1])], axis=1)
+        return gy, gx
+
+    def step(p, i):
+        py, px = p
+        d = -(py + px)
+        d = d.at[1:].add(py[:-1])
+        d = d.at[:, 1:].add(px[:, :-1])
+        d = jnp.where(i > 0, d, 0.0)
+        out = f + d
+        gy, gx = grad(out)
+        norm = jnp.sqrt(gy * gy + gx * gx)
+        e = (jnp.sum(d * d) + weight * jnp.sum(norm)) / f.size
+        norm = 1.0 + norm * (tau / weight)
+        return ((py - tau * gy) / norm, (px - tau * gx) / norm), out, e
+
+    def cond(state):
+        i, _, _, _, _, done = state
+        return (i < n_iter) & ~done
+
+    def body(state):
+        i, p, _, e_init, e_prev, _ = state
+        p_new, out, e = step(p, i)
+        e_init = jnp.where(i == 0, e, e_init)
+        stop = (i > 0) & (jnp.abs(e_prev - e) < eps * e_init)
+        return i + 1, p_new, out, e_init, e, stop
+
+    zeros = jnp.zeros_like(f)
+    z = jnp.float32(0)
+    state = (jnp.int32(0), (zeros, zeros), f, z, z, jnp.bool_(False))
+    return lax.while_loop(cond, body, state)[2]
+
+
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _tv_chambolle(image, weight, eps, n_iter, *, layout):
+    x = to_bhwc(image.astype(jnp.float32), layout)
+    b, h, w, c = x.shape
+    planes = jnp.moveaxis(x, 3, 1).reshape(b * c, h, w)
+    fn = jax.vmap(lambda pl: _tv_plane(pl, weight, eps, n_iter))
+    y = jnp.moveaxis(fn(planes).reshape(b, c, h, w), 1, 3)
+    return to_output(y.reshape(image.shape), image.dtype)
+
+
+def tv_chambolle(image, *, weight=0.1, n_iter=200, eps=2e-4, max_value=None, layout=None):
+    """Total-variation denoising (Chambolle's projection algorithm), per channel.
+
+    Matches ``skimage.restoration.denoise_tv_chambolle(img_as_float(x), weight=weight,
+    eps=eps, max_num_iter=n_iter, channel_axis=-1)`` scaled back to the image's range: the
+    ``weight`` is relative to ``max_value`` (as skimage's is to 1.0 after ``img_as_float``),
+    so the same weight means the same smoothing for uint8, uint16 and float images. Each
+    channel stops when its energy changes by less than ``eps`` times its first energy, or
+    after ``n_iter`` iterations.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        weight: denoising weight relative to ``max_value`` (> 0; larger: smoother).
+        n_iter: maximum number of iterations (integer >= 1; traced).
+        eps: relative energy change that stops the iteration (>= 0).
+        max_value: white; ``None``: the dtype's range (see the module docstring).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        The denoised image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.zeros((8, 8), np.float32); x[:, 4:] = 1.0
+        >>> y = np.asarray(imgproc.tv_chambolle(x, weight=0.05))
+        >>> bool(y[:, :4].max() < 0.1 and y[:, 4:].min() > 0.9)
+        True
+    """
+    check_per_image("weight", weight, low_open=True)
+    check_per_image("eps", eps)
+    if not is_traced(n_iter) and (isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1):
+        raise ValueError(f"n_iter must be an integer >= 1; got {n_iter!r}")
+    image, layout = _prepare(image, layout)
+    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    w = jnp.asarray(weight, jnp.float32) * jnp.asarray(mv, jnp.float32)
+    return _tv_chambolle(image, w, jnp.asarray(eps, jnp.float32), jnp.asarray(n_iter, jnp.int32), layout=layout)
+
+
+# ----------------------------------------------------------------------------- bilateral
+
+
+def bilateral_radius(sigma_spatial, size) -> int:
+    """OpenCV's window radius: ``size // 2`` if ``size`` is given, else
+    ``max(round(1.5 * sigma_spatial), 1)``."""
+    if size is not None:
+        return check_odd("size", size) // 2
+    if is_traced(sigma_spatial):
+        raise ValueError("size must be given when sigma_spatial is traced (the window size is static)")
+    return max(int(round(1.5 * float(sigma_spatial))), 1)
+
+
+def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
+    """Bilateral filter of (N, H, W, C) float32, computed on planes (N, C, H, W): with the
+    channels innermost XLA's loops do not vectorise (measured 2x slower)."""
+    planes = jnp.moveaxis(x, 3, 1)
+    n, c, h, w = planes.shape
+    p = lax.optimization_barrier(_pad_axis_strips(_pad_axis_strips(planes, r, 2, mode), r, 3, mode))
+    # per-image sigmas (N,) (denoise's estimate for a batch) or scalars
+    sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
+    sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
+    cc = -0.5 / (sigma_color * sigma_color)
+    sc = -0.5 / (sigma_spatial * sigma_spatial)
+    num = jnp.zeros_like(planes)
+    den = jnp.zeros((n, 1, h, w), x.dtype)
+    for i in range(-r, r + 1):
+        for j in range(-r, r + 1):
+            if math.sqrt(i * i + j * j) > r:  # OpenCV's round window
+                continue
+            sh = p[:, :, r + i:r + i + h, r + j:r + j + w]
+            dist = sum(jnp.abs(sh[:, k:k + 1] - planes[:, k:k + 1]) for k in range(c))
+            wgt = jnp.exp(sc * float(i * i + j * j) + cc * dist * dist)
+            num = num + wgt * sh
+            den = den + wgt
+    return jnp.moveaxis(num / den, 1, 3)
+
+
+@functools.partial(jax.jit, static_argnames=("r", "mode", "layout"))
+def _bilateral(image, sigma_color, sigma_spatial, *, r, mode, layout):
+    x = _to_nhwc(image.astype(jnp.float32), layout)
+    y = _bilateral_nhwc(x, sigma_color, sigma_spatial, r=r, mode=mode)
+    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def bilateral(image, *, sigma_color, sigma_spatial, size=None, mode="reflect", layout=None):
+    """Bilateral filter with OpenCV's definition.
+
+    ``out(p) = sum_q w(p, q) x(q) / sum_q w(p, q)`` over the round window ``|q - p| <=
+    radius`` with ``w = exp(-|q - p|² / (2 sigma_spatial²)) * exp(-D² / (2 sigma_color²))``
+    where ``D`` is the sum over channels of ``|x(q) - x(p)|`` (OpenCV's L1 colour distance;
+    the plain difference for one channel). Matches ``cv2.bilateralFilter(x, size,
+    sigma_color, sigma_spatial)`` with ``mode="mirror"`` (OpenCV's default border), within
+    one level for uint8 (OpenCV tabulates the weights). Note: skimage's
+    ``denoise_bilateral`` builds its spatial table over a window one pixel narrower than
+    ``win_size`` in current releases, so it is not the reference here.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype. Channels
+            are filtered together (one weight per pixel pair).
+        sigma_color: range sigma in the image's units (0..255 for uint8), > 0.
+        sigma_spatial: spatial sigma in pixels, > 0.
+        size: odd window side (static); ``None``: OpenCV's rule, radius
+            ``max(round(1.5 * sigma_spatial), 1)``.
+        mode: boundary mode (scipy.ndimage's names).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        The filtered image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.zeros((6, 6), np.uint8); x[:, 3:] = 200  # a step edge survives
+        >>> np.asarray(imgproc.bilateral(x, sigma_color=20, sigma_spatial=2))[0]
+        array([  0,   0,   0, 200, 200, 200], dtype=uint8)
+    """
+    check_per_image("sigma_color", sigma_color, low_open=True)
+    check_per_image("sigma_spatial", sigma_spatial, low_open=True)
+    r = bilateral_radius(sigma_spatial, size)
+    image, layout = _prepare(image, layout, mode)
+    return _bilateral(image, jnp.asarray(sigma_color, jnp.float32), jnp.asarray(sigma_spatial, jnp.float32),
+                      r=r, mode=mode, layout=layout)
+
+
+# ----------------------------------------------------------------------------- denoise
+
+DENOISE_METHODS = ("auto", "nl_means", "bm3d", "tv", "bilateral", "median", "chapter")
+
+
+def _auto_one(x, max_value, sigma_override, *, r, d):
+    """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
+    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
+    frac = _impulse_mask(x, _median_nhwc(x, size=3, mode="reflect"), max_value).mean()
+    sigma = jnp.where(sigma_override >= 0, sigma_override, _sigma_nhwc(x)[0])
+    branch = jnp.where(_is_impulsive(x, frac, max_value), jnp.where(frac < 0.2, 0, 1), 2)
+    return lax.switch(branch, [
+        lambda im: _switching_median(im, 3, max_value),
+        lambda im: _switching_median(im, 5, max_value),
+        lambda im: _nlm_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d, mode="reflect"),
+    ], x)
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "r", "d"))
+def _auto(image, max_value, sigma, *, layout, r, d):
+    x = _to_nhwc(image.astype(jnp.float32), layout)
+    # one image at a time (lax.map): lax.switch then runs only the chosen method
+    y = lax.map(lambda im: _auto_one(im[None], max_value, sigma, r=r, d=d)[0], x)
+    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def auto_choice(image, *, max_value=None, layout=None):
+    """What ``denoise(method="auto")`` picks for each image, computed on the host:
+    a list of ``(method, sigma, impulse_fraction)`` with method ``"median3"``,
+    ``"median5"`` or ``"nl_means"``."""
+    image, layout = _prepare(image, layout)
+    s = np.atleast_1d(np.asarray(estimate_sigma(image, layout=layout)))
+    f = np.atleast_1d(np.asarray(impulse_fraction(image, max_value=max_value, layout=layout)))
+    out = []
+    for si, fi in zip(s, f):
+        method = "nl_means" if fi <= IMPULSE_MIN_FRACTION else ("median3" if fi < 0.2 else "median5")
+        out.append((method, float(si), float(fi)))
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _chapter_pipeline(sigma, size, sharpen, mode, layout):
+    from imgproc import presets
+
+    return presets.denoise(sigma=sigma, size=size, sharpen=sharpen, mode=mode, layout=layout)
+
+
+def _chapter(image, *, layout=None, sigma=1.0, size=5, sharpen=True, mode="reflect"):
+    """The seed chapter's preset (:func:`imgproc.presets.denoise`); ``sigma`` here is the
+    Gaussian's sigma in pixels, as in the preset (not a noise level)."""
+    from imgproc import presets
+    from imgproc._filters import gaussian_blur, sharpen as _sharpen
+
+    if not is_traced(image):  # one compiled program, cast once at the end
+        return _chapter_pipeline(float(sigma), int(size), bool(sharpen), mode, layout)(image)
+    y = gaussian_blur(image, sigma, size=size, mode=mode, layout=layout)  # inside a pipeline: float32
+    return _sharpen(y, size=5, mode=mode, layout=layout) if sharpen else y
+
+
+def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=7, search_size=21):
+    patch_size = check_odd("patch_size", patch_size, high=51)
+    search_size = check_odd("search_size", search_size, high=51)
+    check_per_image("sigma", sigma, allow_none=True)
+    image, layout = _prepare(image, layout)
+    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    s = -1.0 if sigma is None else sigma
+    return _auto(image, jnp.asarray(mv, jnp.float32), jnp.asarray(s, jnp.float32), layout=layout,
+                 r=patch_size // 2, d=search_size // 2)
+
+
+def _denoise_bm3d(image, **options):
+    from imgproc._bm3d import bm3d  # arrives with the BM3D work (imgproc/_bm3d.py)
+
+    return bm3d(image, **options)
+
+
+def _denoise_tv(image, *, sigma=None, **options):
+    return tv_chambolle(image, **options)
+
+
+def _denoise_bilateral(image, *, sigma=None, sigma_color=None, sigma_spatial=2.0, **options):
+    if sigma_color is None:
+        check_per_image("sigma", sigma, allow_none=True)
+        if sigma is None:
+            image, layout = _prepare(image, options.get("layout"))
+            sigma = estimate_sigma(image, layout=layout)
+            sigma = float(np.mean(np.asarray(sigma))) if not is_traced(sigma) else sigma
+        sigma_color = jnp.maximum(2.0 * jnp.asarray(sigma, jnp.float32), 1e-6)
+        options.setdefault("size", 2 * bilateral_radius(sigma_spatial, None) + 1)
+    return bilateral(image, sigma_color=sigma_color, sigma_spatial=sigma_spatial, **options)
+
+
+def _denoise_median(image, *, sigma=None, size=3, **options):
+    return median(image, size=size, **options)
+
+
+# Methods whose result depends on the value range (max_value).
+_USE_VALUE_RANGE = frozenset({"auto", "nl_means", "tv", "bm3d"})
+_METHODS = {
+    "auto": _denoise_auto,
+    "nl_means": nl_means,
+    "bm3d": _denoise_bm3d,
+    "tv": _denoise_tv,
+    "bilateral": _denoise_bilateral,
+    "median": _denoise_median,
+    "chapter": _chapter,
+}
+
+
+def denoise(image, *, method="auto", sigma=None, max_value=None, **options):
+    """Denoise with one of :data:`DENOISE_METHODS`.
+
+    ``"auto"`` decides per image, inside the compiled program (so it also works as a
+    pipeline stage and for every image of a batch): when the image has salt-and-pepper
+    noise (the rule in :func:`impulse_fraction`) each detected impulse is replaced by the
+    median of its 3×3 window (5×5 from 20 % impulses; other pixels are kept); otherwise
+    :func:`nl_means` with ``sigma`` (estimated by :func:`estimate_sigma` when None) and
+    ``h = 0.6 * sigma`` (measured best, benchmarks/RESULTS.md), patch 7, search window 21 (``patch_size``/``search_size``
+    change them). ``"nl_means"``, ``"tv"`` (:func:`tv_chambolle`), ``"bilateral"``
+    (``sigma_color = 2 * sigma`` unless given, ``sigma_spatial=2``), ``"median"``
+    (``size=3``), ``"bm3d"`` (``imgproc._bm3d.bm3d``) and ``"chapter"`` (the seed
+    chapter's 5×5 Gaussian then 5×5 sharpen, :func:`imgproc.presets.denoise`) pass the
+    other ``options`` on.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        method: one of ``DENOISE_METHODS``.
+        sigma: noise sigma in the image's units (None: estimated where needed).
+        max_value: the value range (None: the dtype's), passed to the methods that use
+            it (auto, nl_means, tv, bm3d).
+        **options: passed to the method.
+
+    Returns:
+        The denoised image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.full((16, 16, 3), 100, np.uint8)
+        >>> bool((np.asarray(imgproc.denoise(x)) == 100).all())
+        True
+    """
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {', '.join(DENOISE_METHODS)}; got {method!r}")
+    fn = _METHODS[method]
+    if max_value is not None and method in _USE_VALUE_RANGE:
+        options["max_value"] = max_value
+    if method == "chapter":
+        return fn(image, **options)
+    return fn(image, sigma=sigma, **options)
+
+
+# ----------------------------------------------------------------------------- pipeline stages
+# Ops that estimate the noise from the whole image (nl_means without sigma/h, denoise) or
+# iterate over it (tv_chambolle) are registered without a radius: a pipeline runs them at
+# the image's exact size, never in padded size buckets.
+
+OPS = (
+    OpInfo("nl_means", nl_means),
+    OpInfo("tv_chambolle", tv_chambolle),
+    OpInfo("bilateral", bilateral, radius=lambda o: bilateral_radius(o.get("sigma_spatial", 1.0), o.get("size"))),
+    OpInfo("median", median, radius=lambda o: int(o.get("size", 3)) // 2),
+    OpInfo("denoise", denoise),
+)
+register_ops(OPS)

@@ -1,0 +1,347 @@
+"""imgproc.restoration from one shared table of cases: reference parity, jit equals eager,
+batch equals a loop, layouts, dtypes, properties, bad arguments, no recompilation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import cv2
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+import skimage.restoration as skr
+
+import imgproc
+from imgproc import restoration as R
+
+
+def _per_channel(fn):
+    def ref(x):
+        x = np.asarray(x)
+        if x.ndim == 2:
+            return fn(x)
+        return np.stack([fn(x[..., c]) for c in range(x.shape[-1])], -1)
+    return ref
+
+
+def _nlm_reference(x, sigma, h, patch, search, mode):
+    """Brute-force NumPy NL-means of the documented definition (HWC float64)."""
+    x = np.asarray(x, np.float64)
+    x = x[..., None] if x.ndim == 2 else x
+    hh, ww, c = x.shape
+    r, d = patch // 2, search // 2
+    np_mode = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}[mode]
+    p = np.pad(x, ((r + d, r + d), (r + d, r + d), (0, 0)), mode=np_mode)
+    num = np.zeros_like(x)
+    den = np.zeros((hh, ww))
+    for dy in range(-d, d + 1):
+        for dx in range(-d, d + 1):
+            sq = ((p[d:d + hh + 2 * r, d:d + ww + 2 * r] - p[d + dy:d + dy + hh + 2 * r, d + dx:d + dx + ww + 2 * r]) ** 2)
+            sq = sq.sum(-1)
+            dist = sum(sq[i:i + hh, j:j + ww] for i in range(2 * r + 1) for j in range(2 * r + 1)) / (c * (2 * r + 1) ** 2)
+            e = np.maximum(dist - 2 * sigma ** 2, 0) / h ** 2
+            wgt = np.where(e > 5, 0, np.exp(-e))
+            num += wgt[..., None] * p[r + d + dy:r + d + dy + hh, r + d + dx:r + d + dx + ww]
+            den += wgt
+    return (num / den[..., None]).squeeze()
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    call: Callable  # call(image, **options) -> array
+    reference: Callable | None  # reference(hwc float64 in 0..1) -> float64, same shape
+    atol: float = 1e-5
+    per_channel: bool = True  # channels are independent (CHW planes == HWC channels)
+    identity: dict | None = None  # options that make it the identity
+    local: bool = True  # has a finite reach (flat image exactly kept)
+
+
+CASES = [
+    Case("median3", lambda x, **o: imgproc.median(x, **{"size": 3, **o}),
+         _per_channel(lambda p: ndi.median_filter(p, 3, mode="reflect")), atol=0, identity={"size": 1}),
+    Case("median5", lambda x, **o: imgproc.median(x, size=5, **o),
+         _per_channel(lambda p: ndi.median_filter(p, 5, mode="reflect")), atol=0),
+    Case("bilateral", lambda x, **o: imgproc.bilateral(x, sigma_color=0.2, sigma_spatial=1.5, mode="mirror", **o),
+         lambda x: cv2.bilateralFilter(np.asarray(x, np.float32), -1, 0.2, 1.5), atol=1e-5, per_channel=False),
+    Case("tv_chambolle", lambda x, **o: imgproc.tv_chambolle(x, weight=0.1, **o),
+         lambda x: skr.denoise_tv_chambolle(x, weight=0.1, channel_axis=-1 if x.ndim == 3 else None),
+         atol=1e-4, local=False),
+    Case("nl_means", lambda x, **o: imgproc.nl_means(x, **{"sigma": 0.05, "h": 0.2, "patch_size": 3, "search_size": 5, **o}),
+         lambda x: _nlm_reference(x, 0.05, 0.2, 3, 5, "reflect"), atol=2e-5, per_channel=False,
+         identity={"h": 0.0, "sigma": 0.0}),
+]
+IDS = [c.name for c in CASES]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12)
+
+
+def _img(rng, h=13, w=15, c=3):
+    return rng.random((h, w, c)).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.reference is not None], ids=lambda c: c.name)
+@pytest.mark.parametrize("channels", [0, 3])
+def test_reference_parity(case, channels, rng):
+    x = _img(rng, c=max(channels, 1))
+    x = x[..., 0] if channels == 0 else x
+    got = np.asarray(case.call(x))
+    assert got.shape == x.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, case.reference(x.astype(np.float64)), atol=case.atol, rtol=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_jit_equals_eager(case, rng):
+    x = _img(rng)
+    eager = np.asarray(case.call(x))
+    jitted = np.asarray(jax.jit(lambda v: case.call(v))(jnp.asarray(x)))
+    np.testing.assert_allclose(jitted, eager, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_batch_and_layouts_equal_a_loop(case, rng):
+    xs = np.stack([_img(rng), _img(rng) * 0.5])
+    loop = np.stack([np.asarray(case.call(x)) for x in xs])
+    np.testing.assert_allclose(np.asarray(case.call(xs)), loop, atol=1e-6)
+    nchw = np.asarray(case.call(np.moveaxis(xs, -1, 1), layout="NCHW"))
+    np.testing.assert_allclose(np.moveaxis(nchw, 1, -1), loop, atol=1e-6)
+    chw = np.asarray(case.call(np.moveaxis(xs[0], -1, 0), layout="CHW"))
+    np.testing.assert_allclose(np.moveaxis(chw, 0, -1), loop[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("dtype", ["uint8", "uint16"])
+def test_dtypes_and_flat_image(case, dtype, rng):
+    top = {"uint8": 255, "uint16": 65535}.get(dtype, 1.0)
+    flat = np.full((9, 10, 3), 0.4 * top).astype(jnp.dtype(dtype))
+    out = np.asarray(case.call(flat))
+    assert out.dtype == flat.dtype and out.shape == flat.shape
+    np.testing.assert_allclose(out.astype(np.float64), flat.astype(np.float64), rtol=1e-2)
+    noisy = (rng.random((9, 10, 3)) * top).astype(jnp.dtype(dtype))
+    assert np.asarray(case.call(noisy)).dtype == noisy.dtype
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("shape", [(1, 1, 3), (4, 2, 1)])
+def test_tiny_images(case, shape, rng):
+    x = rng.random(shape).astype(np.float32)
+    out = np.asarray(case.call(x))
+    assert out.shape == x.shape and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.identity], ids=lambda c: c.name)
+def test_identity_options(case, rng):
+    x = _img(rng)
+    np.testing.assert_allclose(np.asarray(case.call(x, **case.identity)), x, atol=1e-6)
+
+
+def test_auto_per_image_in_a_batch_and_properties(rng):
+    """denoise(method="auto") decides per image inside the program: a batch equals a loop."""
+    clean = (ndi.gaussian_filter(rng.random((20, 22, 3)), 2) * 255).astype(np.uint8)
+    sp = clean.copy()
+    m = rng.random(sp.shape)
+    sp[m < 0.03], sp[m > 0.97] = 0, 255
+    gauss = np.clip(clean + 20 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+    call = lambda x, **o: imgproc.denoise(x, patch_size=3, search_size=5, **o)  # noqa: E731
+    batch = np.asarray(call(np.stack([sp, gauss])))
+    np.testing.assert_array_equal(batch[0], np.asarray(call(sp)))
+    np.testing.assert_array_equal(batch[1], np.asarray(call(gauss)))
+    nchw = np.asarray(call(np.moveaxis(np.stack([sp, gauss]), -1, 1), layout="NCHW"))
+    np.testing.assert_array_equal(np.moveaxis(nchw, 1, -1), batch)
+    flat16 = np.full((9, 10, 3), 30000, np.uint16)
+    np.testing.assert_array_equal(np.asarray(call(flat16)), flat16)
+    assert np.asarray(call(np.ones((1, 1), np.float32))).shape == (1, 1)
+    assert [c[0] for c in R.auto_choice(np.stack([sp, gauss]))] == ["median3", "nl_means"]
+
+
+def test_median_matches_opencv_uint8(rng):
+    x = (rng.random((20, 22, 3)) * 255).astype(np.uint8)
+    for size in (3, 5):
+        # OpenCV's medianBlur replicates the border: scipy's "nearest"
+        np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=size, mode="nearest")), cv2.medianBlur(x, size))
+    for mode in imgproc.MODES:
+        ref = np.stack([ndi.median_filter(x[..., c], 5, mode=mode) for c in range(3)], -1)
+        np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=5, mode=mode)), ref)
+    ref = np.stack([ndi.median_filter(x[..., c], 7, mode="wrap") for c in range(3)], -1)  # the sort path
+    np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=7, mode="wrap")), ref)
+
+
+def test_bilateral_matches_opencv_uint8(rng):
+    x = (rng.random((20, 22, 3)) * 255).astype(np.uint8)
+    for size, sc, ss in [(5, 30, 2), (None, 20, 2)]:
+        got = np.asarray(imgproc.bilateral(x, sigma_color=sc, sigma_spatial=ss, size=size, mode="mirror"))
+        ref = cv2.bilateralFilter(x, size or -1, sc, ss)
+        assert np.abs(got.astype(int) - ref).max() <= 1
+        got = np.asarray(imgproc.bilateral(x[..., 0], sigma_color=sc, sigma_spatial=ss, size=size, mode="mirror"))
+        assert np.abs(got.astype(int) - cv2.bilateralFilter(x[..., 0], size or -1, sc, ss)).max() <= 1
+
+
+def test_tv_chambolle_uint8_matches_skimage(rng):
+    x = (rng.random((16, 17, 3)) * 255).astype(np.uint8)
+    ref = np.round(skr.denoise_tv_chambolle(x, weight=0.1, channel_axis=-1) * 255)
+    assert np.abs(np.asarray(imgproc.tv_chambolle(x, weight=0.1)).astype(int) - ref).max() <= 1
+
+
+def test_nl_means_matches_skimage_fast_mode(rng):
+    """With skimage's (s-1)x(s-1) distance window (see R._nlm_nhwc) and its border, the
+    result is skimage's up to its approximate exponential (Schraudolph's fast_exp)."""
+    x = rng.random((18, 19, 3))
+    for ps, pd in [(3, 1), (5, 3), (7, 4)]:
+        ref = skr.denoise_nl_means(x, patch_size=ps, patch_distance=pd, h=0.3, sigma=0.1, fast_mode=True, channel_axis=-1)
+        got = R._nlm_nhwc(jnp.asarray(x[None], jnp.float32), jnp.array([0.1]), jnp.array([0.3]), r=ps // 2, d=pd,
+                          mode="mirror", skimage_window=True)
+        assert np.abs(np.asarray(got)[0] - ref).max() < 1e-2
+        assert np.abs(np.asarray(got)[0] - ref).mean() < 2e-3
+
+
+def test_nl_means_reduces_noise_and_estimates(rng):
+    clean = np.tile(np.linspace(0, 200, 24, dtype=np.float32), (24, 1))[..., None].repeat(3, -1)
+    noisy = np.clip(clean + 20 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+    out = np.asarray(imgproc.nl_means(noisy, patch_size=5, search_size=11))
+    assert imgproc.psnr(clean.astype(np.uint8), out) > imgproc.psnr(clean.astype(np.uint8), noisy) + 3
+
+
+def test_estimate_sigma_matches_skimage(rng):
+    pytest.importorskip("pywt")
+    x = np.clip(0.5 + 0.1 * rng.standard_normal((31, 26, 3)), 0, 1).astype(np.float32)
+    ref = np.mean(skr.estimate_sigma(x.astype(np.float64), channel_axis=-1))
+    assert abs(float(imgproc.estimate_sigma(x)) - ref) < 1e-5
+    assert abs(float(imgproc.estimate_sigma(x[..., 1])) - skr.estimate_sigma(x[..., 1].astype(np.float64))) < 1e-5
+    u8 = (x * 255).astype(np.uint8)
+    ref = np.mean(skr.estimate_sigma(u8, channel_axis=-1))
+    assert abs(float(imgproc.estimate_sigma(u8)) - ref) < 1e-3
+    batch = np.asarray(imgproc.estimate_sigma(np.stack([x, x * 0.5])))
+    np.testing.assert_allclose(batch, [float(imgproc.estimate_sigma(x)), float(imgproc.estimate_sigma(x * 0.5))], rtol=1e-5)
+    assert abs(float(imgproc.estimate_sigma(np.full((8, 8), 3, np.uint8)))) < 1e-6
+
+
+def test_impulse_fraction_and_auto_choice(rng):
+    clean = (ndi.gaussian_filter(rng.random((40, 40, 3)), 3) * 255).astype(np.uint8)
+    assert float(imgproc.impulse_fraction(clean)) == 0.0
+    sp = clean.copy()
+    m = rng.random(sp.shape)
+    sp[m < 0.025] = 0
+    sp[m > 0.975] = 255
+    assert 0.03 < float(imgproc.impulse_fraction(sp)) < 0.06
+    assert R.auto_choice(sp)[0][0] == "median3"
+    assert R.auto_choice(clean)[0][0] == "nl_means"
+    out = np.asarray(imgproc.denoise(sp))
+    assert imgproc.psnr(clean, out) > imgproc.psnr(clean, np.asarray(imgproc.median(sp))) - 0.1
+    assert imgproc.psnr(clean, out) > imgproc.psnr(clean, sp) + 8
+
+
+def test_denoise_methods_and_pipeline_stages(rng):
+    x = (rng.random((12, 14, 3)) * 255).astype(np.uint8)
+    for method in ("nl_means", "tv", "bilateral", "median", "chapter", "auto"):
+        out = np.asarray(imgproc.denoise(x, method=method, sigma=20.0) if method != "chapter" else imgproc.denoise(x, method=method))
+        assert out.shape == x.shape and out.dtype == np.uint8
+    np.testing.assert_array_equal(np.asarray(imgproc.denoise(x, method="chapter")), np.asarray(imgproc.presets.denoise()(x)))
+    for stage, direct in [({"op": "median", "size": 5}, imgproc.median(x, size=5)),
+                          ({"op": "nl_means", "h": 10.0, "patch_size": 3, "search_size": 5},
+                           imgproc.nl_means(x, h=10.0, patch_size=3, search_size=5)),
+                          ({"op": "denoise", "patch_size": 3, "search_size": 5},
+                           imgproc.denoise(x, patch_size=3, search_size=5)),
+                          ({"op": "tv_chambolle", "weight": 0.2}, imgproc.tv_chambolle(x, weight=0.2)),
+                          ({"op": "bilateral", "sigma_color": 30.0, "sigma_spatial": 2.0},
+                           imgproc.bilateral(x, sigma_color=30.0, sigma_spatial=2.0))]:
+        got = np.asarray(imgproc.Pipeline([stage])(x))
+        assert np.abs(got.astype(int) - np.asarray(direct)).max() <= 1, stage
+    bucketed = imgproc.Pipeline([{"op": "median", "size": 3}], bucket=True)
+    np.testing.assert_array_equal(bucketed(x), np.asarray(imgproc.median(x)))
+
+
+def test_bm3d_method_dispatches_lazily(monkeypatch):
+    import sys
+    import types
+
+    fake = types.ModuleType("imgproc._bm3d")
+    fake.bm3d = lambda image, **o: ("bm3d", o)
+    monkeypatch.setitem(sys.modules, "imgproc._bm3d", fake)
+    assert imgproc.denoise(np.zeros((4, 4), np.uint8), method="bm3d", sigma=5.0) == ("bm3d", {"sigma": 5.0})
+
+
+BAD = [
+    (lambda x: imgproc.nl_means(x, sigma=-1.0), "sigma"),
+    (lambda x: imgproc.nl_means(x, sigma=float("nan")), "sigma"),
+    (lambda x: imgproc.nl_means(x, h=-0.1), "h"),
+    (lambda x: imgproc.nl_means(x, patch_size=4), "patch_size"),
+    (lambda x: imgproc.nl_means(x, search_size=53), "search_size"),
+    (lambda x: imgproc.nl_means(x, mode="edge"), "mode"),
+    (lambda x: imgproc.tv_chambolle(x, n_iter=0), "n_iter"),
+    (lambda x: imgproc.tv_chambolle(x, weight=0.0), "weight"),
+    (lambda x: imgproc.tv_chambolle(x, eps=-1.0), "eps"),
+    (lambda x: imgproc.bilateral(x, sigma_color=-1.0, sigma_spatial=1.0), "sigma_color"),
+    (lambda x: imgproc.bilateral(x, sigma_color=1.0, sigma_spatial=float("nan")), "sigma_spatial"),
+    (lambda x: imgproc.bilateral(x, sigma_color=1.0, sigma_spatial=1.0, size=4), "size"),
+    (lambda x: imgproc.median(x, size=2), "size"),
+    (lambda x: imgproc.median(x, size=3.0), "size"),
+    (lambda x: imgproc.denoise(x, method="wavelet"), "method"),
+    (lambda x: imgproc.denoise(x, sigma=-2.0), "sigma"),
+    (lambda x: imgproc.impulse_fraction(x, max_value=0.0), "max_value"),
+    (lambda x: imgproc.estimate_sigma(x, layout="XY"), "layout"),
+]
+
+
+@pytest.mark.parametrize("call,word", BAD, ids=[w + str(i) for i, (_, w) in enumerate(BAD)])
+def test_bad_arguments_raise_naming_the_option(call, word):
+    with pytest.raises(ValueError, match=word):
+        call(np.zeros((8, 8, 3), np.float32))
+
+
+def test_new_numeric_option_does_not_recompile(rng):
+    x = _img(rng)
+    imgproc.nl_means(x, sigma=0.1, h=0.05, patch_size=3, search_size=5)
+    imgproc.tv_chambolle(x, weight=0.1, n_iter=5)
+    imgproc.bilateral(x, sigma_color=0.1, sigma_spatial=1.0, size=3)
+    sizes = [R._nl_means._cache_size(), R._tv_chambolle._cache_size(), R._bilateral._cache_size()]
+    imgproc.nl_means(x, sigma=0.2, h=0.07, patch_size=3, search_size=5)
+    imgproc.tv_chambolle(x, weight=0.3, n_iter=7, eps=1e-3)
+    imgproc.bilateral(x, sigma_color=0.3, sigma_spatial=2.0, size=3)
+    assert [R._nl_means._cache_size(), R._tv_chambolle._cache_size(), R._bilateral._cache_size()] == sizes
+
+
+def test_median_network_selects_the_median():
+    for n in (9, 25):
+        net = R.median_network(n)
+        for _ in range(20):
+            v = list(np.random.default_rng(n + _).permutation(n))
+            for i, j in net:
+                v[i], v[j] = min(v[i], v[j]), max(v[i], v[j])
+            assert v[n // 2] == n // 2
+    assert math.isclose(len(R.median_network(9)), 24)
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from imgproc.cli import cli as main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+def test_cli_denoise_methods(tmp_path, rng):
+    clean = (ndi.gaussian_filter(rng.random((24, 26, 3)), 2) * 255).astype(np.uint8)
+    noisy = np.clip(clean + 15 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+    src = tmp_path / "in.png"
+    imgproc.save_image(src, noisy)
+    code, err = _cli("denoise", src, tmp_path / "auto.png", "--verbose")
+    assert code == 0 and err.count("\n") == 1 and "noise sigma" in err and "method nl_means" in err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "auto.png"), np.asarray(imgproc.denoise(noisy)))
+    code, _ = _cli("denoise", src, tmp_path / "med.png", "--method", "median", "--size", "5")
+    assert code == 0
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "med.png"), np.asarray(imgproc.median(noisy, size=5)))
+    code, _ = _cli("denoise", src, tmp_path / "ch.png", "--method", "chapter")
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "ch.png"), np.asarray(imgproc.presets.denoise()(noisy)))
+    code, _ = _cli("denoise", src, tmp_path / "nl.png", "--method", "nl-means", "--noise-sigma", "15")
+    assert code == 0
+    assert _cli("denoise", src, tmp_path / "x.png", "--method", "wiener")[0] == 2
+    assert _cli("denoise", src, tmp_path / "x.png", "--noise-sigma", "-1")[0] == 2
+    assert _cli("denoise", src, tmp_path / "auto.png")[0] == 73  # exists without --overwrite
