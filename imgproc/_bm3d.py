@@ -48,6 +48,26 @@ def _dct_matrix(n: int) -> np.ndarray:
     return m
 
 
+def _bior15_matrix8() -> np.ndarray:
+    """Forward 8-point bior1.5 wavelet transform (full 3-level decomposition, periodic
+    extension: PyWavelets' ``wavedec(x, 'bior1.5', mode='periodization')`` as a matrix), each
+    row scaled to unit norm so that white noise of std sigma has std sigma on every coefficient
+    (as in the BM3D package)."""
+    row1 = np.array([21, 43, 43, 21, -21, -43, -43, -21]) / (64 * np.sqrt(2.0))
+    row2 = np.array([75, 53, -53, -75, -11, 11, -11, 11]) / 128.0
+    row3 = np.roll(row2, 4)
+    m = np.vstack([np.full(8, 1 / np.sqrt(8.0)), row1, row2, row3,
+                   np.kron(np.eye(4), [1.0, -1.0]) / np.sqrt(2.0)])
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def _transform_2d(kind: str, b: int):
+    """(forward, inverse) matrices (b*b, b*b) of a separable 2-D block transform."""
+    m = _bior15_matrix8() if kind == "bior1.5" and b == 8 else _dct_matrix(b)
+    f = np.kron(m, m)
+    return jnp.asarray(f, jnp.float32), jnp.asarray(np.linalg.inv(f), jnp.float32)
+
+
 def _haar_matrix(n: int) -> np.ndarray:
     """Orthonormal Haar matrix of a power-of-two size ``n`` (full decomposition)."""
     if n == 1:
@@ -155,16 +175,20 @@ def _distances(region, plan):
     return d.transpose(2, 3, 0, 1).reshape(rc * rx, s * s)
 
 
-def _group_index(plan, chunk, match, n):
+def _group_index(plan, chunk, match, n, tau):
     """Flat pixel indices (R, n, b*b) into the padded canvas of the ``n`` best-matching blocks
-    of each reference of ``chunk``, and the references' validity (R,)."""
+    of each reference of ``chunk`` (best first), the group size each reference uses as a level
+    (R,) (its size is ``2**level``: the blocks within the distance ``tau``, mean squared
+    difference per pixel, rounded down to a power of two) and the references' validity (R,)."""
     b, st, r, s = plan.block, plan.step, plan.r, plan.s
     y0 = chunk * plan.rc * st
     region = lax.dynamic_slice(match, (y0, 0), (plan.hs + 2 * r, plan.zw))
     d = _distances(region, plan)
     centre = (s * s) // 2
     d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
-    _, idx = lax.top_k(-d, n)  # (R, n)
+    neg, idx = lax.top_k(-d, n)  # (R, n), best first
+    count = jnp.sum(-neg <= tau * (b * b), axis=1)  # >= 1: the reference itself
+    level = jnp.floor(jnp.log2(count.astype(jnp.float32) + 0.5)).astype(jnp.int32)
     dy = idx // s - r
     dx = idx % s - r
     i = jnp.arange(plan.rc)[:, None]
@@ -175,27 +199,65 @@ def _group_index(plan, chunk, match, n):
     offs = (np.arange(b)[:, None] * plan.zw + np.arange(b)[None, :]).reshape(-1)
     valid = (chunk * plan.rc + jnp.arange(plan.rc) < plan.ry)
     valid = jnp.repeat(valid, plan.rx)
-    return top[:, :, None] + offs[None, None, :], valid
+    return top[:, :, None] + offs[None, None, :], level, valid
 
 
-def _forward(g, t2, t1):
-    """3-D transform of groups (R, n, b*b, C): 2-D transform of each block, 1-D along the group."""
+def _haar_fwd(g, level):
+    """Haar transform along axis 1 (size n, a power of two) of groups (R, n, ...), each group
+    transformed with size ``2**level[r]`` on its first blocks (the others must be zero and stay
+    zero). Output order: [approximation, coarsest details, ..., finest details]."""
+    n = g.shape[1]
+    details = []
+    a = g
+    lv = 0
+    k = 1
+    while k < n:
+        lv += 1
+        a0, a1 = a[:, 0::2], a[:, 1::2]
+        use = (level >= lv).reshape((-1,) + (1,) * (g.ndim - 1))
+        d = jnp.where(use, (a0 - a1) * _RS2, 0.0)
+        a = jnp.where(use, (a0 + a1) * _RS2, a0)
+        details.append(d)
+        k *= 2
+    return jnp.concatenate([a] + details[::-1], axis=1)
+
+
+def _haar_inv(c, level):
+    n = c.shape[1]
+    a = c[:, :1]
+    pos = 1
+    lv = int(math.log2(n))
+    while pos < n:
+        d = c[:, pos:2 * pos]
+        use = (level >= lv).reshape((-1,) + (1,) * (c.ndim - 1))
+        a0 = jnp.where(use, (a + d) * _RS2, a)
+        a1 = jnp.where(use, (a - d) * _RS2, 0.0)
+        a = jnp.stack([a0, a1], axis=2).reshape((a.shape[0], 2 * pos) + a.shape[2:])
+        pos *= 2
+        lv -= 1
+    return a
+
+
+_RS2 = float(1 / np.sqrt(2.0))
+
+
+def _forward(g, t2, level):
+    """3-D transform of groups (R, n, b*b, C): 2-D transform of each block, Haar along the group."""
     g = jnp.einsum("pq,rnqc->rnpc", t2, g)
-    return jnp.einsum("mn,rnpc->rmpc", t1, g)
+    return _haar_fwd(g, level)
 
 
-def _inverse(g, t2, t1):
-    g = jnp.einsum("nm,rnpc->rmpc", t1, g)
-    return jnp.einsum("qp,rnqc->rnpc", t2, g)
+def _inverse(g, t2inv, level):
+    g = _haar_inv(g, level)
+    return jnp.einsum("pq,rnqc->rnpc", t2inv, g)
 
 
-def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window):
+def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window, tau, mu2=1.0):
     """One BM3D stage over all chunks of references; returns the aggregated estimate on the
     padded canvas (zh, zw, C)."""
     b = plan.block
     c = z_noisy.shape[-1]
-    t2 = jnp.asarray(np.kron(_dct_matrix(b), _dct_matrix(b)), jnp.float32)
-    t1 = jnp.asarray(_haar_matrix(n), jnp.float32)
+    t2, t2inv = _transform_2d("bior1.5" if kind == "hard" else "dct", b)
     win = jnp.asarray(window.reshape(-1), jnp.float32)
     flat_noisy = z_noisy.reshape(-1, c)
     flat_pilot = None if z_pilot is None else z_pilot.reshape(-1, c)
@@ -203,24 +265,25 @@ def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window):
 
     def body(chunk, carry):
         num, den = carry
-        idx, valid = _group_index(plan, chunk, z_match, n)
-        g = flat_noisy[idx]  # (R, n, b*b, C)
-        spec = _forward(g, t2, t1)
+        idx, level, valid = _group_index(plan, chunk, z_match, n, tau)
+        inside = (jnp.arange(n)[None, :] < (1 << level)[:, None])  # (R, n)
+        g = flat_noisy[idx] * inside[:, :, None, None]  # (R, n, b*b, C)
+        spec = _forward(g, t2, level)
         if kind == "hard":
             keep = jnp.abs(spec) > lam * sig
             spec = jnp.where(keep, spec, 0.0)
             count = jnp.sum(keep, axis=(1, 2)).astype(jnp.float32)  # (R, C)
             w = 1.0 / jnp.maximum(count, 1.0)
         else:
-            pil = _forward(flat_pilot[idx], t2, t1)
+            pil = _forward(flat_pilot[idx] * inside[:, :, None, None], t2, level)
             p2 = pil ** 2
-            shrink = p2 / jnp.maximum(p2 + sig2, 1e-12)
-            shrink = jnp.where(sig2 > 0, shrink, 1.0)
+            shrink = p2 / jnp.maximum(p2 + mu2 * sig2, 1e-12)
+            shrink = jnp.where(sig2 > 0, shrink, 1.0) * inside[:, :, None, None]
             spec = spec * shrink
             w = 1.0 / jnp.maximum(jnp.sum(shrink ** 2, axis=(1, 2)), 1e-6)
-        est = _inverse(spec, t2, t1)
+        est = _inverse(spec, t2inv, level)
         w = w * valid[:, None].astype(w.dtype)  # (R, C)
-        wb = w[:, None, None, :] * win[None, None, :, None]  # (R, 1, b*b, C)
+        wb = w[:, None, None, :] * win[None, None, :, None] * inside[:, :, None, None]  # (R, n, b*b, C)
         num = num.at[idx].add(est * wb)
         den = den.at[idx].add(jnp.broadcast_to(wb, est.shape))
         return num, den
@@ -232,7 +295,8 @@ def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window):
     return out.reshape(plan.zh, plan.zw, c)
 
 
-def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, beta):
+def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, beta, tau_hard,
+              tau_wiener, mu2):
     """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma``."""
     c = x.shape[-1]
     if colour:
@@ -246,11 +310,12 @@ def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, la
     z = _pad(work, plan, mode, cval)
     window = _kaiser2d(plan.block, beta)
     matched = z[..., 0]  # grouping on luma (the first channel)
-    basic = _run_stage(plan, z, matched, None, sig, n=n_hard, kind="hard", lam=lam, window=window)
+    basic = _run_stage(plan, z, matched, None, sig, n=n_hard, kind="hard", lam=lam, window=window,
+                       tau=tau_hard)
     est = basic
     if stage == "both":
         est = _run_stage(plan, z, basic[..., 0], basic, sig, n=n_wiener, kind="wiener", lam=lam,
-                         window=window)
+                         window=window, tau=tau_wiener, mu2=mu2)
     r = plan.r
     est = est[r:r + plan.h, r:r + plan.w]
     if colour:
@@ -307,7 +372,7 @@ def _check_int(name, value, lo, hi, *, odd=False):
 
 
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
-         group_size=(16, 32), lambda_hard=2.7, beta=2.0, mode="reflect", cval=0.0, layout=None,
+         group_size=(16, 32), tau_match=(3000.0, 400.0), lambda_hard=3.0, mu2=0.4, beta=2.0, mode="reflect", cval=0.0, layout=None,
          chunk_refs=2048):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
@@ -391,7 +456,10 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     if max(group_size) > search_size ** 2:
         raise ValueError(f"group_size {tuple(group_size)} needs a search window of at least "
                          f"{max(group_size)} blocks; search_size={search_size} has {search_size ** 2}")
-    for name, v in (("lambda_hard", lambda_hard), ("beta", beta)):
+    if (not isinstance(tau_match, (tuple, list)) or len(tau_match) != 2
+            or not all(np.isfinite(t) and t >= 0 for t in tau_match)):
+        raise ValueError(f"tau_match must be a pair of finite numbers >= 0; got {tau_match!r}")
+    for name, v in (("lambda_hard", lambda_hard), ("mu2", mu2), ("beta", beta)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
     if sigma is not None and not isinstance(sigma, jax.core.Tracer):
@@ -420,7 +488,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     b, h, w, c = x.shape
     rest = (("stage", stage), ("mode", mode), ("cval", float(cval)), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
-            ("lam", float(lambda_hard)), ("beta", float(beta)))
+            ("lam", float(lambda_hard)), ("mu2", float(mu2)), ("beta", float(beta)),
+            ("tau_hard", float(tau_match[0])), ("tau_wiener", float(tau_match[1])))
     geom = (("block", block_size), ("step", step), ("search", search_size), ("chunk_refs", chunk_refs))
     static = (geom, rest)
     sig = jnp.zeros(()) if sigma is None else jnp.asarray(sigma, jnp.float32)
