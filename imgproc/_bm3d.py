@@ -187,8 +187,10 @@ def _group_index(plan, chunk, match, n, tau):
     centre = (s * s) // 2
     d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
     neg, idx = lax.top_k(-d, n)  # (R, n), best first
-    count = jnp.sum(-neg <= tau * (b * b), axis=1)  # >= 1: the reference itself
-    level = jnp.floor(jnp.log2(count.astype(jnp.float32) + 0.5)).astype(jnp.int32)
+    level = None
+    if tau is not None:
+        count = jnp.sum(-neg <= tau * (b * b), axis=1)  # >= 1: the reference itself
+        level = jnp.floor(jnp.log2(count.astype(jnp.float32) + 0.5)).astype(jnp.int32)
     dy = idx // s - r
     dx = idx % s - r
     i = jnp.arange(plan.rc)[:, None]
@@ -214,9 +216,12 @@ def _haar_fwd(g, level):
     while k < n:
         lv += 1
         a0, a1 = a[:, 0::2], a[:, 1::2]
-        use = (level >= lv).reshape((-1,) + (1,) * (g.ndim - 1))
-        d = jnp.where(use, (a0 - a1) * _RS2, 0.0)
-        a = jnp.where(use, (a0 + a1) * _RS2, a0)
+        if level is None:
+            d, a = (a0 - a1) * _RS2, (a0 + a1) * _RS2
+        else:
+            use = (level >= lv).reshape((-1,) + (1,) * (g.ndim - 1))
+            d = jnp.where(use, (a0 - a1) * _RS2, 0.0)
+            a = jnp.where(use, (a0 + a1) * _RS2, a0)
         details.append(d)
         k *= 2
     return jnp.concatenate([a] + details[::-1], axis=1)
@@ -229,9 +234,12 @@ def _haar_inv(c, level):
     lv = int(math.log2(n))
     while pos < n:
         d = c[:, pos:2 * pos]
-        use = (level >= lv).reshape((-1,) + (1,) * (c.ndim - 1))
-        a0 = jnp.where(use, (a + d) * _RS2, a)
-        a1 = jnp.where(use, (a - d) * _RS2, 0.0)
+        if level is None:
+            a0, a1 = (a + d) * _RS2, (a - d) * _RS2
+        else:
+            use = (level >= lv).reshape((-1,) + (1,) * (c.ndim - 1))
+            a0 = jnp.where(use, (a + d) * _RS2, a)
+            a1 = jnp.where(use, (a - d) * _RS2, 0.0)
         a = jnp.stack([a0, a1], axis=2).reshape((a.shape[0], 2 * pos) + a.shape[2:])
         pos *= 2
         lv -= 1
@@ -266,7 +274,10 @@ def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window, ta
     def body(chunk, carry):
         num, den = carry
         idx, level, valid = _group_index(plan, chunk, z_match, n, tau)
-        inside = (jnp.arange(n)[None, :] < (1 << level)[:, None])  # (R, n)
+        if level is None:
+            inside = jnp.ones((1, n), bool)
+        else:
+            inside = (jnp.arange(n)[None, :] < (1 << level)[:, None])  # (R, n)
         g = flat_noisy[idx] * inside[:, :, None, None]  # (R, n, b*b, C)
         spec = _forward(g, t2, level)
         if kind == "hard":
@@ -372,7 +383,7 @@ def _check_int(name, value, lo, hi, *, odd=False):
 
 
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
-         group_size=(16, 32), tau_match=(3000.0, 400.0), lambda_hard=3.0, mu2=0.4, beta=2.0, mode="reflect", cval=0.0, layout=None,
+         group_size=(16, 32), tau_match=None, lambda_hard=3.0, mu2=0.4, beta=2.0, mode="reflect", cval=0.0, layout=None,
          chunk_refs=2048):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
@@ -456,9 +467,10 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     if max(group_size) > search_size ** 2:
         raise ValueError(f"group_size {tuple(group_size)} needs a search window of at least "
                          f"{max(group_size)} blocks; search_size={search_size} has {search_size ** 2}")
-    if (not isinstance(tau_match, (tuple, list)) or len(tau_match) != 2
-            or not all(np.isfinite(t) and t >= 0 for t in tau_match)):
-        raise ValueError(f"tau_match must be a pair of finite numbers >= 0; got {tau_match!r}")
+    if tau_match is not None and (not isinstance(tau_match, (tuple, list)) or len(tau_match) != 2
+                                  or not all(t is None or (np.isfinite(t) and t >= 0) for t in tau_match)):
+        raise ValueError(f"tau_match must be None or a pair of numbers >= 0 (or None); got {tau_match!r}")
+    taus = (None, None) if tau_match is None else tuple(None if t is None else float(t) for t in tau_match)
     for name, v in (("lambda_hard", lambda_hard), ("mu2", mu2), ("beta", beta)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
@@ -489,7 +501,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     rest = (("stage", stage), ("mode", mode), ("cval", float(cval)), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
             ("lam", float(lambda_hard)), ("mu2", float(mu2)), ("beta", float(beta)),
-            ("tau_hard", float(tau_match[0])), ("tau_wiener", float(tau_match[1])))
+            ("tau_hard", taus[0]), ("tau_wiener", taus[1]))
     geom = (("block", block_size), ("step", step), ("search", search_size), ("chunk_refs", chunk_refs))
     static = (geom, rest)
     sig = jnp.zeros(()) if sigma is None else jnp.asarray(sigma, jnp.float32)
