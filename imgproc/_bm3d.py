@@ -197,11 +197,30 @@ def _group_index(plan, chunk, match, n, tau):
     j = jnp.arange(plan.rx)[None, :]
     ref_y = (y0 + r + i * st + 0 * j).reshape(-1)
     ref_x = (r + j * st + 0 * i).reshape(-1)
-    top = (ref_y[:, None] + dy) * plan.zw + (ref_x[:, None] + dx)  # (R, n)
-    offs = (np.arange(b)[:, None] * plan.zw + np.arange(b)[None, :]).reshape(-1)
+    tops = jnp.stack([ref_y[:, None] + dy, ref_x[:, None] + dx], axis=-1)  # (R, n, 2)
     valid = (chunk * plan.rc + jnp.arange(plan.rc) < plan.ry)
     valid = jnp.repeat(valid, plan.rx)
-    return top[:, :, None] + offs[None, None, :], level, valid
+    return tops, level, valid
+
+
+def _gather_blocks(canvas, tops, b):
+    """Blocks (..., b, b, C) of ``canvas`` (H, W, C) whose top-left corners are ``tops`` (..., 2):
+    one windowed gather (no per-pixel indices)."""
+    lead = tops.shape[:-1]
+    dn = lax.GatherDimensionNumbers(offset_dims=(1, 2, 3), collapsed_slice_dims=(), start_index_map=(0, 1))
+    out = lax.gather(canvas, tops.reshape(-1, 2), dn, slice_sizes=(b, b, canvas.shape[-1]),
+                     mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
+    return out.reshape(lead + out.shape[1:])
+
+
+def _scatter_blocks(canvas, tops, blocks):
+    """``canvas`` (H, W, C) plus the blocks (..., b, b, C) added at ``tops`` (..., 2): one
+    windowed scatter-add."""
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(1, 2, 3), inserted_window_dims=(),
+                                     scatter_dims_to_operand_dims=(0, 1))
+    k = int(np.prod(tops.shape[:-1]))
+    return lax.scatter_add(canvas, tops.reshape(k, 2), blocks.reshape((k,) + blocks.shape[-3:]), dn,
+                           mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _haar_fwd(g, level):
@@ -250,60 +269,63 @@ _RS2 = float(1 / np.sqrt(2.0))
 
 
 def _forward(g, t2, level):
-    """3-D transform of groups (R, n, b*b, C): 2-D transform of each block, Haar along the group."""
-    g = jnp.einsum("pq,rnqc->rnpc", t2, g)
+    """3-D transform of groups (R, n, C, b*b): 2-D transform of each block, Haar along the group."""
+    g = g @ t2.T
     return _haar_fwd(g, level)
 
 
 def _inverse(g, t2inv, level):
     g = _haar_inv(g, level)
-    return jnp.einsum("pq,rnqc->rnpc", t2inv, g)
+    return g @ t2inv.T
 
 
 def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window, tau, mu2=1.0):
     """One BM3D stage over all chunks of references; returns the aggregated estimate on the
     padded canvas (zh, zw, C)."""
     b = plan.block
+    p = b * b
     c = z_noisy.shape[-1]
     t2, t2inv = _transform_2d("bior1.5" if kind == "hard" else "dct", b)
     win = jnp.asarray(window.reshape(-1), jnp.float32)
-    flat_noisy = z_noisy.reshape(-1, c)
-    flat_pilot = None if z_pilot is None else z_pilot.reshape(-1, c)
     sig2 = sig ** 2
+    sig_c = sig[:, None]  # (C, 1): broadcasts against (..., C, b*b)
 
-    def body(chunk, carry):
-        num, den = carry
-        idx, level, valid = _group_index(plan, chunk, z_match, n, tau)
+    def groups(canvas, tops):
+        g = _gather_blocks(canvas, tops, b)  # (R, n, b, b, C)
+        r = g.shape[0]
+        return jnp.moveaxis(g.reshape(r, n, p, c), -1, 2)  # (R, n, C, b*b)
+
+    def body(chunk, acc):
+        tops, level, valid = _group_index(plan, chunk, z_match, n, tau)
         if level is None:
             inside = jnp.ones((1, n), bool)
         else:
             inside = (jnp.arange(n)[None, :] < (1 << level)[:, None])  # (R, n)
-        g = flat_noisy[idx] * inside[:, :, None, None]  # (R, n, b*b, C)
-        spec = _forward(g, t2, level)
+        mask = inside[:, :, None, None]
+        spec = _forward(groups(z_noisy, tops) * mask, t2, level)  # (R, n, C, b*b)
         if kind == "hard":
-            keep = jnp.abs(spec) > lam * sig
+            keep = jnp.abs(spec) > lam * sig_c
             spec = jnp.where(keep, spec, 0.0)
-            count = jnp.sum(keep, axis=(1, 2)).astype(jnp.float32)  # (R, C)
+            count = jnp.sum(keep, axis=(1, 3)).astype(jnp.float32)  # (R, C)
             w = 1.0 / jnp.maximum(count, 1.0)
         else:
-            pil = _forward(flat_pilot[idx] * inside[:, :, None, None], t2, level)
+            pil = _forward(groups(z_pilot, tops) * mask, t2, level)
             p2 = pil ** 2
-            shrink = p2 / jnp.maximum(p2 + mu2 * sig2, 1e-12)
-            shrink = jnp.where(sig2 > 0, shrink, 1.0) * inside[:, :, None, None]
+            shrink = p2 / jnp.maximum(p2 + mu2 * sig2[:, None], 1e-12)
+            shrink = jnp.where(sig2[:, None] > 0, shrink, 1.0) * mask
             spec = spec * shrink
-            w = 1.0 / jnp.maximum(jnp.sum(shrink ** 2, axis=(1, 2)), 1e-6)
-        est = _inverse(spec, t2inv, level)
+            w = 1.0 / jnp.maximum(jnp.sum(shrink ** 2, axis=(1, 3)), 1e-6)
+        est = _inverse(spec, t2inv, level)  # (R, n, C, b*b)
         w = w * valid[:, None].astype(w.dtype)  # (R, C)
-        wb = w[:, None, None, :] * win[None, None, :, None] * inside[:, :, None, None]  # (R, n, b*b, C)
-        num = num.at[idx].add(est * wb)
-        den = den.at[idx].add(jnp.broadcast_to(wb, est.shape))
-        return num, den
+        wb = w[:, None, :, None] * win * mask  # (R, n, C, b*b)
+        both = jnp.concatenate([est * wb, jnp.broadcast_to(wb, est.shape)], axis=2)  # (R, n, 2C, b*b)
+        both = jnp.moveaxis(both, 2, -1).reshape(both.shape[:2] + (b, b, 2 * c))
+        return _scatter_blocks(acc, tops, both)
 
-    zeros = jnp.zeros((plan.zh * plan.zw, c), jnp.float32)
-    num, den = lax.fori_loop(0, plan.chunks, body, (zeros, zeros))
+    acc = lax.fori_loop(0, plan.chunks, body, jnp.zeros((plan.zh, plan.zw, 2 * c), jnp.float32))
+    num, den = acc[..., :c], acc[..., c:]
     out = num / jnp.maximum(den, 1e-20)
-    out = jnp.where(den > 0, out, flat_noisy)
-    return out.reshape(plan.zh, plan.zw, c)
+    return jnp.where(den > 0, out, z_noisy)
 
 
 def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, beta, tau_hard,
