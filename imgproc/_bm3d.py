@@ -175,32 +175,35 @@ def _distances(region, plan):
     return d.transpose(2, 3, 0, 1).reshape(rc * rx, s * s)
 
 
-def _group_index(plan, chunk, match, n, tau):
-    """Flat pixel indices (R, n, b*b) into the padded canvas of the ``n`` best-matching blocks
-    of each reference of ``chunk`` (best first), the group size each reference uses as a level
-    (R,) (its size is ``2**level``: the blocks within the distance ``tau``, mean squared
-    difference per pixel, rounded down to a power of two) and the references' validity (R,)."""
-    b, st, r, s = plan.block, plan.step, plan.r, plan.s
-    y0 = chunk * plan.rc * st
-    region = lax.dynamic_slice(match, (y0, 0), (plan.hs + 2 * r, plan.zw))
-    d = _distances(region, plan)
+def _match(plan, match, n):
+    """Block matching for every reference: (chunks, rc * rx, n) int32 indices into the search
+    window (``dy * s + dx``, best first; the reference itself first), one compiled loop over
+    chunks of reference rows."""
+    r, s, st = plan.r, plan.s, plan.step
     centre = (s * s) // 2
-    d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
-    neg, idx = lax.top_k(-d, n)  # (R, n), best first
-    level = None
-    if tau is not None:
-        count = jnp.sum(-neg <= tau * (b * b), axis=1)  # >= 1: the reference itself
-        level = jnp.floor(jnp.log2(count.astype(jnp.float32) + 0.5)).astype(jnp.int32)
+
+    def one(chunk):
+        region = lax.dynamic_slice(match, (chunk * plan.rc * st, 0), (plan.hs + 2 * r, plan.zw))
+        d = _distances(region, plan)
+        d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
+        return lax.top_k(-d, n)[1].astype(jnp.int32)
+
+    return lax.map(one, jnp.arange(plan.chunks))
+
+
+def _tops(plan, chunk, idx):
+    """Top-left corners (R, n, 2) on the padded canvas of the blocks ``idx`` (R, n) of the
+    references of ``chunk``, and the references' validity (R,) (junk rows of the last chunk)."""
+    st, r, s = plan.step, plan.r, plan.s
     dy = idx // s - r
     dx = idx % s - r
     i = jnp.arange(plan.rc)[:, None]
     j = jnp.arange(plan.rx)[None, :]
-    ref_y = (y0 + r + i * st + 0 * j).reshape(-1)
+    ref_y = (chunk * plan.rc * st + r + i * st + 0 * j).reshape(-1)
     ref_x = (r + j * st + 0 * i).reshape(-1)
-    tops = jnp.stack([ref_y[:, None] + dy, ref_x[:, None] + dx], axis=-1)  # (R, n, 2)
-    valid = (chunk * plan.rc + jnp.arange(plan.rc) < plan.ry)
-    valid = jnp.repeat(valid, plan.rx)
-    return tops, level, valid
+    tops = jnp.stack([ref_y[:, None] + dy, ref_x[:, None] + dx], axis=-1)
+    valid = jnp.repeat(chunk * plan.rc + jnp.arange(plan.rc) < plan.ry, plan.rx)
+    return tops, valid
 
 
 def _gather_blocks(canvas, tops, b):
@@ -223,65 +226,44 @@ def _scatter_blocks(canvas, tops, blocks):
                            mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
-def _haar_fwd(g, level):
-    """Haar transform along axis 1 (size n, a power of two) of groups (R, n, ...), each group
-    transformed with size ``2**level[r]`` on its first blocks (the others must be zero and stay
-    zero). Output order: [approximation, coarsest details, ..., finest details]."""
-    n = g.shape[1]
-    details = []
-    a = g
-    lv = 0
-    k = 1
-    while k < n:
-        lv += 1
-        a0, a1 = a[:, 0::2], a[:, 1::2]
-        if level is None:
-            d, a = (a0 - a1) * _RS2, (a0 + a1) * _RS2
-        else:
-            use = (level >= lv).reshape((-1,) + (1,) * (g.ndim - 1))
-            d = jnp.where(use, (a0 - a1) * _RS2, 0.0)
-            a = jnp.where(use, (a0 + a1) * _RS2, a0)
-        details.append(d)
-        k *= 2
-    return jnp.concatenate([a] + details[::-1], axis=1)
-
-
-def _haar_inv(c, level):
-    n = c.shape[1]
-    a = c[:, :1]
-    pos = 1
-    lv = int(math.log2(n))
-    while pos < n:
-        d = c[:, pos:2 * pos]
-        if level is None:
-            a0, a1 = (a + d) * _RS2, (a - d) * _RS2
-        else:
-            use = (level >= lv).reshape((-1,) + (1,) * (c.ndim - 1))
-            a0 = jnp.where(use, (a + d) * _RS2, a)
-            a1 = jnp.where(use, (a - d) * _RS2, 0.0)
-        a = jnp.stack([a0, a1], axis=2).reshape((a.shape[0], 2 * pos) + a.shape[2:])
-        pos *= 2
-        lv -= 1
-    return a
-
-
 _RS2 = float(1 / np.sqrt(2.0))
 
 
-def _forward(g, t2, level):
+def _haar_fwd(g):
+    """Orthonormal Haar transform (full decomposition) along axis 1 (a power of two) of
+    groups (R, n, ...): [approximation, coarsest details, ..., finest details]."""
+    details = []
+    a = g
+    while a.shape[1] > 1:
+        a0, a1 = a[:, 0::2], a[:, 1::2]
+        details.append((a0 - a1) * _RS2)
+        a = (a0 + a1) * _RS2
+    return jnp.concatenate([a] + details[::-1], axis=1)
+
+
+def _haar_inv(c):
+    n = c.shape[1]
+    a = c[:, :1]
+    pos = 1
+    while pos < n:
+        d = c[:, pos:2 * pos]
+        a = jnp.stack([(a + d) * _RS2, (a - d) * _RS2], axis=2).reshape((a.shape[0], 2 * pos) + a.shape[2:])
+        pos *= 2
+    return a
+
+
+def _forward(g, t2):
     """3-D transform of groups (R, n, C, b*b): 2-D transform of each block, Haar along the group."""
-    g = g @ t2.T
-    return _haar_fwd(g, level)
+    return _haar_fwd(g @ t2.T)
 
 
-def _inverse(g, t2inv, level):
-    g = _haar_inv(g, level)
-    return g @ t2inv.T
+def _inverse(g, t2inv):
+    return _haar_inv(g) @ t2inv.T
 
 
-def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window, tau, mu2=1.0):
-    """One BM3D stage over all chunks of references; returns the aggregated estimate on the
-    padded canvas (zh, zw, C)."""
+def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0):
+    """One BM3D stage over all chunks of references, each with the ``n`` best ``matches``;
+    returns the aggregated estimate on the padded canvas (zh, zw, C)."""
     b = plan.block
     p = b * b
     c = z_noisy.shape[-1]
@@ -292,63 +274,54 @@ def _run_stage(plan, z_noisy, z_match, z_pilot, sig, *, n, kind, lam, window, ta
 
     def groups(canvas, tops):
         g = _gather_blocks(canvas, tops, b)  # (R, n, b, b, C)
-        r = g.shape[0]
-        return jnp.moveaxis(g.reshape(r, n, p, c), -1, 2)  # (R, n, C, b*b)
+        return jnp.moveaxis(g.reshape(g.shape[0], n, p, c), -1, 2)  # (R, n, C, b*b)
 
     def body(chunk, acc):
-        tops, level, valid = _group_index(plan, chunk, z_match, n, tau)
-        if level is None:
-            inside = jnp.ones((1, n), bool)
-        else:
-            inside = (jnp.arange(n)[None, :] < (1 << level)[:, None])  # (R, n)
-        mask = inside[:, :, None, None]
-        spec = _forward(groups(z_noisy, tops) * mask, t2, level)  # (R, n, C, b*b)
+        tops, valid = _tops(plan, chunk, matches[chunk, :, :n])
+        spec = _forward(groups(z_noisy, tops), t2)  # (R, n, C, b*b)
         if kind == "hard":
             keep = jnp.abs(spec) > lam * sig_c
             spec = jnp.where(keep, spec, 0.0)
             count = jnp.sum(keep, axis=(1, 3)).astype(jnp.float32)  # (R, C)
             w = 1.0 / jnp.maximum(count, 1.0)
         else:
-            pil = _forward(groups(z_pilot, tops) * mask, t2, level)
-            p2 = pil ** 2
+            p2 = _forward(groups(z_pilot, tops), t2) ** 2
             shrink = p2 / jnp.maximum(p2 + mu2 * sig2[:, None], 1e-12)
-            shrink = jnp.where(sig2[:, None] > 0, shrink, 1.0) * mask
+            shrink = jnp.where(sig2[:, None] > 0, shrink, 1.0)
             spec = spec * shrink
             w = 1.0 / jnp.maximum(jnp.sum(shrink ** 2, axis=(1, 3)), 1e-6)
-        est = _inverse(spec, t2inv, level)  # (R, n, C, b*b)
+        est = _inverse(spec, t2inv)  # (R, n, C, b*b)
         w = w * valid[:, None].astype(w.dtype)  # (R, C)
-        wb = w[:, None, :, None] * win * mask  # (R, n, C, b*b)
-        both = jnp.concatenate([est * wb, jnp.broadcast_to(wb, est.shape)], axis=2)  # (R, n, 2C, b*b)
+        wb = jnp.broadcast_to(w[:, None, :, None] * win, est.shape)  # (R, n, C, b*b)
+        both = jnp.concatenate([est * wb, wb], axis=2)  # (R, n, 2C, b*b)
         both = jnp.moveaxis(both, 2, -1).reshape(both.shape[:2] + (b, b, 2 * c))
         return _scatter_blocks(acc, tops, both)
 
     acc = lax.fori_loop(0, plan.chunks, body, jnp.zeros((plan.zh, plan.zw, 2 * c), jnp.float32))
     num, den = acc[..., :c], acc[..., c:]
-    out = num / jnp.maximum(den, 1e-20)
-    return jnp.where(den > 0, out, z_noisy)
+    return jnp.where(den > 0, num / jnp.maximum(den, 1e-20), z_noisy)
 
 
-def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, beta, tau_hard,
-              tau_wiener, mu2):
+def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, mu2, beta, rematch):
     """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma``."""
     c = x.shape[-1]
     if colour:
-        rgb = x[..., :3]
-        opp = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP, jnp.float32), rgb)
+        work = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP, jnp.float32), x[..., :3])
         sig = sigma * jnp.asarray(_OPP_NORM, jnp.float32)
-        work = opp
     else:
         work = x
         sig = jnp.broadcast_to(sigma, (c,)).astype(jnp.float32)
     z = _pad(work, plan, mode, cval)
     window = _kaiser2d(plan.block, beta)
-    matched = z[..., 0]  # grouping on luma (the first channel)
-    basic = _run_stage(plan, z, matched, None, sig, n=n_hard, kind="hard", lam=lam, window=window,
-                       tau=tau_hard)
-    est = basic
-    if stage == "both":
-        est = _run_stage(plan, z, basic[..., 0], basic, sig, n=n_wiener, kind="wiener", lam=lam,
-                         window=window, tau=tau_wiener, mu2=mu2)
+    two = stage == "both"
+    n_match = max(n_hard, n_wiener) if two and not rematch else n_hard
+    matches = _match(plan, z[..., 0], n_match)  # grouping on luma (the first channel)
+    est = _run_stage(plan, matches, z, None, sig, n=n_hard, kind="hard", lam=lam, window=window)
+    if two:
+        if rematch:
+            matches = _match(plan, est[..., 0], n_wiener)
+        est = _run_stage(plan, matches, z, est, sig, n=n_wiener, kind="wiener", lam=lam, window=window,
+                         mu2=mu2)
     r = plan.r
     est = est[r:r + plan.h, r:r + plan.w]
     if colour:
@@ -405,7 +378,7 @@ def _check_int(name, value, lo, hi, *, odd=False):
 
 
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
-         group_size=(16, 32), tau_match=None, lambda_hard=3.0, mu2=0.4, beta=2.0, mode="reflect", cval=0.0, layout=None,
+         group_size=(16, 32), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect", cval=0.0, layout=None,
          chunk_refs=2048):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
@@ -489,10 +462,6 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     if max(group_size) > search_size ** 2:
         raise ValueError(f"group_size {tuple(group_size)} needs a search window of at least "
                          f"{max(group_size)} blocks; search_size={search_size} has {search_size ** 2}")
-    if tau_match is not None and (not isinstance(tau_match, (tuple, list)) or len(tau_match) != 2
-                                  or not all(t is None or (np.isfinite(t) and t >= 0) for t in tau_match)):
-        raise ValueError(f"tau_match must be None or a pair of numbers >= 0 (or None); got {tau_match!r}")
-    taus = (None, None) if tau_match is None else tuple(None if t is None else float(t) for t in tau_match)
     for name, v in (("lambda_hard", lambda_hard), ("mu2", mu2), ("beta", beta)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
@@ -523,7 +492,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     rest = (("stage", stage), ("mode", mode), ("cval", float(cval)), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
             ("lam", float(lambda_hard)), ("mu2", float(mu2)), ("beta", float(beta)),
-            ("tau_hard", taus[0]), ("tau_wiener", taus[1]))
+            ("rematch", bool(rematch)))
     geom = (("block", block_size), ("step", step), ("search", search_size), ("chunk_refs", chunk_refs))
     static = (geom, rest)
     sig = jnp.zeros(()) if sigma is None else jnp.asarray(sigma, jnp.float32)
