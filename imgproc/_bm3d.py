@@ -302,16 +302,16 @@ def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu
     return jnp.where(den > 0, num / jnp.maximum(den, 1e-20), z_noisy)
 
 
-def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, lam, mu2, beta, rematch):
-    """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma``."""
+def _bm3d_one(x, sigma, cval, *, plan, stage, mode, colour, n_hard, n_wiener, lam, mu2, beta, rematch):
+    """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma`` (``cval``:
+    the fill of ``mode="constant"`` in the same units)."""
     c = x.shape[-1]
+    z = _pad(x, plan, mode, cval)  # padding commutes with the (linear) colour transform
     if colour:
-        work = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP, jnp.float32), x[..., :3])
+        z = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP, jnp.float32), z[..., :3])
         sig = sigma * jnp.asarray(_OPP_NORM, jnp.float32)
     else:
-        work = x
         sig = jnp.broadcast_to(sigma, (c,)).astype(jnp.float32)
-    z = _pad(work, plan, mode, cval)
     window = _kaiser2d(plan.block, beta)
     two = stage == "both"
     n_match = max(n_hard, n_wiener) if two and not rematch else n_hard
@@ -331,7 +331,7 @@ def _bm3d_one(x, sigma, *, plan, stage, mode, cval, colour, n_hard, n_wiener, la
     return est
 
 
-def _bm3d_batch(x, sigma, max_value, *, estimate, static):
+def _bm3d_batch(x, sigma, max_value, cval, *, estimate, static):
     """(B, H, W, C) float32 image in its own units -> denoised, same units."""
     geom, rest = static
     h, w = x.shape[1:3]
@@ -345,9 +345,9 @@ def _bm3d_batch(x, sigma, max_value, *, estimate, static):
             sg = _estimate_sigma(img[..., :3] if opts["colour"] else img)
         y = img * scale
         if opts["colour"] or img.shape[-1] == 1:
-            out = _bm3d_one(y, sg * scale, plan=plan, **opts)
+            out = _bm3d_one(y, sg * scale, cval * scale, plan=plan, **opts)
         else:  # channels without colour meaning: each its own grey image
-            out = jnp.concatenate([_bm3d_one(y[..., k:k + 1], sg * scale, plan=plan, **opts)
+            out = jnp.concatenate([_bm3d_one(y[..., k:k + 1], sg * scale, cval * scale, plan=plan, **opts)
                                    for k in range(img.shape[-1])], axis=-1)
         return out / scale
 
@@ -356,8 +356,8 @@ def _bm3d_batch(x, sigma, max_value, *, estimate, static):
 
 
 @functools.partial(jax.jit, static_argnames=("estimate", "static", "out_dtype"))
-def _bm3d_jit(x, sigma, max_value, *, estimate, static, out_dtype):
-    y = _bm3d_batch(x.astype(jnp.float32), sigma, max_value, estimate=estimate, static=static)
+def _bm3d_jit(x, sigma, max_value, cval, *, estimate, static, out_dtype):
+    y = _bm3d_batch(x.astype(jnp.float32), sigma, max_value, cval, estimate=estimate, static=static)
     dt = jnp.dtype(out_dtype)
     if jnp.issubdtype(dt, jnp.integer):
         info = jnp.iinfo(dt)
@@ -500,7 +500,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
             raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
     if sigma is not None and not isinstance(sigma, jax.core.Tracer):
         s = np.asarray(sigma, np.float64)
-        if s.ndim != 0 and s.shape != (1,) and not (s.ndim == 1):
+        if s.ndim > 1:
             raise ValueError(f"sigma must be a number (or one per batch image); got shape {s.shape}")
         if not np.all(np.isfinite(s)) or np.any(s < 0):
             raise ValueError(f"sigma must be finite and >= 0 (or None to estimate it); got {sigma!r}")
@@ -522,14 +522,15 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     elif layout == "NCHW":
         x = jnp.moveaxis(x, 1, -1)
     b, h, w, c = x.shape
-    rest = (("stage", stage), ("mode", mode), ("cval", float(cval)), ("colour", c in (3, 4)),
+    rest = (("stage", stage), ("mode", mode), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
             ("lam", float(lambda_hard)), ("mu2", float(mu2)), ("beta", float(beta)),
             ("rematch", bool(rematch)))
     geom = (("block", block_size), ("step", step), ("search", search_size), ("chunk_refs", chunk_refs))
     static = (geom, rest)
     sig = jnp.zeros(()) if sigma is None else jnp.asarray(sigma, jnp.float32)
-    y = _bm3d_jit(x, sig, jnp.asarray(max_value, jnp.float32), estimate=sigma is None,
+    y = _bm3d_jit(x, sig, jnp.asarray(max_value, jnp.float32), jnp.asarray(cval, jnp.float32),
+                  estimate=sigma is None,
                   static=static, out_dtype=jnp.dtype(dtype).name)
     if layout == "HW":
         return y[0, :, :, 0]

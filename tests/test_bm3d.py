@@ -72,6 +72,9 @@ def test_flat_image_unchanged():
     np.testing.assert_allclose(np.asarray(bm3d(flat)), flat, atol=1e-5)
     flat8 = np.full((17, 9), 200, np.uint8)
     np.testing.assert_array_equal(np.asarray(bm3d(flat8, sigma=20)), flat8)
+    # cval is in image units, also through the colour transform
+    out = bm3d(flat, sigma=0.1, mode="constant", cval=0.4)
+    np.testing.assert_allclose(np.asarray(out), flat, atol=1e-5)
 
 
 def test_sigma_zero_is_identity():
