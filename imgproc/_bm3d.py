@@ -136,7 +136,7 @@ class _Plan:
         hc, wc = max(h, block), max(w, block)
         self.ry = -(-(hc - block) // step) + 1
         self.rx = -(-(wc - block) // step) + 1
-        self.rc = max(1, min(self.ry, chunk_refs // self.rx))
+        self.rc = max(1, min(self.ry, max(2, chunk_refs // self.rx)))
         self.chunks = -(-self.ry // self.rc)
         ry_pad = self.chunks * self.rc
         self.he = (ry_pad - 1) * step + block  # rows covered by references (junk ones included)
@@ -379,7 +379,7 @@ def _check_int(name, value, lo, hi, *, odd=False):
 
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
          group_size=(16, 16), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect",
-         cval=0.0, layout=None, chunk_refs=2048):
+         cval=0.0, layout=None, chunk_refs=1024):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
     Block matching: for every reference block (``block_size`` square, on a grid of ``step``
@@ -433,7 +433,9 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
         Images smaller than a block or the window (1x1 included) are extended the same way.
       cval: fill value of ``mode="constant"`` (in image units).
       layout: None to infer from ndim (HW, HWC, NHWC), or ``"CHW"``/``"NCHW"``.
-      chunk_refs: about how many reference blocks one step of the compiled loop handles.
+      chunk_refs: about how many reference blocks one step of the compiled loop handles (whole
+        rows of the reference grid, at least two; 1024 measured fastest on a 2-core CPU: the
+        working set stays in cache).
 
     Returns:
       The denoised image: same shape, layout and dtype (integers rounded and saturated once).
