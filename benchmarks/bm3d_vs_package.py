@@ -1,9 +1,10 @@
 """imgproc's BM3D against the ``bm3d`` package (PyPI): PSNR and time per image.
 
     python benchmarks/bm3d_vs_package.py [--size 256] [--sigmas 15,25,50] [--images camera,astronaut,coffee]
-        [--repeat 3] [--option step=4]
+        [--repeat 3] [--colour] [--option step=4]
 
-Grey crops (size x size, from the image centre-left; colour images averaged to grey) of
+Grey crops (size x size, from the image centre-left; colour images averaged to grey, or RGB
+crops against ``bm3d.bm3d_rgb`` with ``--colour``) of
 scikit-image's bundled images, Gaussian noise of the given sigmas (0..255 scale, seed 0),
 denoised as [0, 1] float32 by ``bm3d.bm3d(noisy, sigma_psd=sigma / 255)`` (profile 'np') and by
 ``imgproc._bm3d.bm3d(noisy, sigma=sigma / 255)``. Times: best of ``--repeat`` runs after one
@@ -20,13 +21,15 @@ import time
 import numpy as np
 
 
-def _crop(name, size):
+def _crop(name, size, colour=False):
     from skimage import data
 
     img = getattr(data, name)()
-    if img.ndim == 3:
+    if img.ndim == 3 and not colour:
         img = img[..., :3].mean(-1).round()
-    h, w = img.shape
+    elif img.ndim == 3:
+        img = img[..., :3]
+    h, w = img.shape[:2]
     y, x = max(0, (h - size) // 2), max(0, (w - size) // 4)
     return (img[y:y + size, x:x + size] / 255.0).astype(np.float32)
 
@@ -49,6 +52,7 @@ def main(argv=None):
     parser.add_argument("--images", default="camera,astronaut,coffee")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--package-repeat", type=int, default=1)
+    parser.add_argument("--colour", action="store_true", help="RGB crops, against bm3d.bm3d_rgb")
     parser.add_argument("--option", action="append", default=[], help="NAME=VALUE passed to imgproc's bm3d")
     args = parser.parse_args(argv)
 
@@ -58,16 +62,18 @@ def main(argv=None):
     from imgproc._bm3d import bm3d
 
     options = {k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in args.option)}
-    print(f"options: {options or 'defaults'}; {args.size}x{args.size} grey crops\n")
+    kind = "RGB" if args.colour else "grey"
+    print(f"options: {options or 'defaults'}; {args.size}x{args.size} {kind} crops\n")
     print("| image | sigma | PSNR noisy | PSNR package | PSNR ours | diff | package wall / CPU s "
           "| ours wall / CPU ms | CPU ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.images.split(","):
-        clean = _crop(name, args.size)
+        clean = _crop(name, args.size, args.colour)
         rng = np.random.default_rng(0)
         for sigma in (float(s) for s in args.sigmas.split(",")):
             noisy = clean + rng.standard_normal(clean.shape).astype(np.float32) * sigma / 255
-            ref, pw, pc = _timed(lambda: package.bm3d(noisy, sigma_psd=sigma / 255), args.package_repeat)
+            pkg = package.bm3d_rgb if args.colour else package.bm3d
+            ref, pw, pc = _timed(lambda: pkg(noisy, sigma / 255), args.package_repeat)
             ours, ow, oc = _timed(lambda: np.asarray(bm3d(noisy, sigma=sigma / 255, **options)), args.repeat)
             p0 = psnr(clean, np.clip(noisy, 0, 1), data_range=1)
             p1 = psnr(clean, np.clip(ref, 0, 1), data_range=1)
