@@ -207,20 +207,20 @@ def _tops(plan, chunk, idx):
 
 
 def _gather_blocks(canvas, tops, b):
-    """Blocks (..., b, b, C) of ``canvas`` (H, W, C) whose top-left corners are ``tops`` (..., 2):
-    one windowed gather (no per-pixel indices)."""
+    """Blocks (..., C, b, b) of the planar ``canvas`` (C, H, W) whose top-left corners are
+    ``tops`` (..., 2): one windowed gather (no per-pixel indices)."""
     lead = tops.shape[:-1]
-    dn = lax.GatherDimensionNumbers(offset_dims=(1, 2, 3), collapsed_slice_dims=(), start_index_map=(0, 1))
-    out = lax.gather(canvas, tops.reshape(-1, 2), dn, slice_sizes=(b, b, canvas.shape[-1]),
+    dn = lax.GatherDimensionNumbers(offset_dims=(1, 2, 3), collapsed_slice_dims=(), start_index_map=(1, 2))
+    out = lax.gather(canvas, tops.reshape(-1, 2), dn, slice_sizes=(canvas.shape[0], b, b),
                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
     return out.reshape(lead + out.shape[1:])
 
 
 def _scatter_blocks(canvas, tops, blocks):
-    """``canvas`` (H, W, C) plus the blocks (..., b, b, C) added at ``tops`` (..., 2): one
-    windowed scatter-add."""
+    """The planar ``canvas`` (C, H, W) plus the blocks (..., C, b, b) added at ``tops``
+    (..., 2): one windowed scatter-add."""
     dn = lax.ScatterDimensionNumbers(update_window_dims=(1, 2, 3), inserted_window_dims=(),
-                                     scatter_dims_to_operand_dims=(0, 1))
+                                     scatter_dims_to_operand_dims=(1, 2))
     k = int(np.prod(tops.shape[:-1]))
     return lax.scatter_add(canvas, tops.reshape(k, 2), blocks.reshape((k,) + blocks.shape[-3:]), dn,
                            mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS)
@@ -263,18 +263,18 @@ def _inverse(g, t2inv):
 
 def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0):
     """One BM3D stage over all chunks of references, each with the ``n`` best ``matches``;
-    returns the aggregated estimate on the padded canvas (zh, zw, C)."""
+    returns the aggregated estimate on the planar padded canvas (C, zh, zw)."""
     b = plan.block
     p = b * b
-    c = z_noisy.shape[-1]
+    c = z_noisy.shape[0]
     t2, t2inv = _transform_2d("bior1.5" if kind == "hard" else "dct", b)
     win = jnp.asarray(window.reshape(-1), jnp.float32)
     sig2 = sig ** 2
     sig_c = sig[:, None]  # (C, 1): broadcasts against (..., C, b*b)
 
     def groups(canvas, tops):
-        g = _gather_blocks(canvas, tops, b)  # (R, n, b, b, C)
-        return jnp.moveaxis(g.reshape(g.shape[0], n, p, c), -1, 2)  # (R, n, C, b*b)
+        g = _gather_blocks(canvas, tops, b)  # (R, n, C, b, b)
+        return g.reshape(g.shape[0], n, c, p)  # (R, n, C, b*b)
 
     def body(chunk, acc):
         tops, valid = _tops(plan, chunk, matches[chunk, :, :n])
@@ -294,11 +294,11 @@ def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu
         w = w * valid[:, None].astype(w.dtype)  # (R, C)
         wb = jnp.broadcast_to(w[:, None, :, None] * win, est.shape)  # (R, n, C, b*b)
         both = jnp.concatenate([est * wb, wb], axis=2)  # (R, n, 2C, b*b)
-        both = jnp.moveaxis(both, 2, -1).reshape(both.shape[:2] + (b, b, 2 * c))
+        both = both.reshape(both.shape[:2] + (2 * c, b, b))
         return _scatter_blocks(acc, tops, both)
 
-    acc = lax.fori_loop(0, plan.chunks, body, jnp.zeros((plan.zh, plan.zw, 2 * c), jnp.float32))
-    num, den = acc[..., :c], acc[..., c:]
+    acc = lax.fori_loop(0, plan.chunks, body, jnp.zeros((2 * c, plan.zh, plan.zw), jnp.float32))
+    num, den = acc[:c], acc[c:]
     return jnp.where(den > 0, num / jnp.maximum(den, 1e-20), z_noisy)
 
 
@@ -308,22 +308,23 @@ def _bm3d_one(x, sigma, cval, *, plan, stage, mode, colour, n_hard, n_wiener, la
     c = x.shape[-1]
     z = _pad(x, plan, mode, cval)  # padding commutes with the (linear) colour transform
     if colour:
-        z = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP, jnp.float32), z[..., :3])
+        z = jnp.einsum("ij,hwj->ihw", jnp.asarray(_OPP, jnp.float32), z[..., :3])  # planar
         sig = sigma * jnp.asarray(_OPP_NORM, jnp.float32)
     else:
+        z = jnp.moveaxis(z, -1, 0)
         sig = jnp.broadcast_to(sigma, (c,)).astype(jnp.float32)
     window = _kaiser2d(plan.block, beta)
     two = stage == "both"
     n_match = max(n_hard, n_wiener) if two and not rematch else n_hard
-    matches = _match(plan, z[..., 0], n_match)  # grouping on luma (the first channel)
+    matches = _match(plan, z[0], n_match)  # grouping on luma (the first channel)
     est = _run_stage(plan, matches, z, None, sig, n=n_hard, kind="hard", lam=lam, window=window)
     if two:
         if rematch:
-            matches = _match(plan, est[..., 0], n_wiener)
+            matches = _match(plan, est[0], n_wiener)
         est = _run_stage(plan, matches, z, est, sig, n=n_wiener, kind="wiener", lam=lam, window=window,
                          mu2=mu2)
     r = plan.r
-    est = est[r:r + plan.h, r:r + plan.w]
+    est = jnp.moveaxis(est[:, r:r + plan.h, r:r + plan.w], 0, -1)
     if colour:
         est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est)
         if c > 3:
