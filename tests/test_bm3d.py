@@ -159,3 +159,15 @@ def test_chunking_does_not_change_the_result(camera96):
     # 12 reference rows in chunks of 5: three chunks, the last with three junk rows
     chunked = np.asarray(bm3d(noisy, sigma=SIGMA, chunk_refs=60))
     np.testing.assert_allclose(chunked, one, atol=1e-5)
+
+
+def test_bands_in_threads_equal_one_band():
+    rng = np.random.default_rng(7)
+    img = rng.random((150, 30, 3)).astype(np.float32)
+    kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4))  # margin 4 * (2 + 4) = 24 rows
+    one = np.asarray(bm3d(img, threads=1, **kw))
+    from imgproc._bm3d import _bands
+
+    assert len(_bands(150, 2, 24, 3)) == 3
+    three = np.asarray(bm3d(img, threads=3, **kw))  # bands of 50 rows (+24 each side)
+    np.testing.assert_allclose(three, one, atol=1e-5)
