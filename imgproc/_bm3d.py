@@ -9,14 +9,13 @@ IPOL 2 (2012), and of the reference ``bm3d`` package (PyPI, profile ``'np'``).
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from imgproc._arrays import channel_axis, check_dtype, check_layout
+from imgproc._arrays import check_dtype
 from imgproc._augment_base import resolve_max
 from imgproc._checks import check_image
 

@@ -147,6 +147,8 @@ def test_bior15_matrix_matches_pywavelets():
     (dict(search_size=3, group_size=(16, 32)), "group_size"),
     (dict(max_value=0), "max_value"),
     (dict(layout="XYZ"), "layout"),
+    (dict(threads=0), "threads"),
+    (dict(chunk_refs=0), "chunk_refs"),
 ])
 def test_bad_options_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -171,3 +173,13 @@ def test_bands_in_threads_equal_one_band():
     assert len(_bands(150, 2, 24, 3)) == 3
     three = np.asarray(bm3d(img, threads=3, **kw))  # bands of 50 rows (+24 each side)
     np.testing.assert_allclose(three, one, atol=1e-5)
+
+
+def test_fast_haar_is_the_orthonormal_haar_matrix():
+    from imgproc._bm3d import _haar_fwd, _haar_inv, _haar_matrix
+
+    g = np.random.default_rng(8).random((3, 16, 2, 5)).astype(np.float32)
+    spec = np.asarray(_haar_fwd(jnp.asarray(g)))
+    m = _haar_matrix(16)
+    np.testing.assert_allclose(spec, np.einsum("mn,rnck->rmck", m, g), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(_haar_inv(jnp.asarray(spec))), g, atol=1e-5)
