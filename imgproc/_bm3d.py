@@ -1,9 +1,10 @@
 """BM3D denoising (block matching and 3-D collaborative filtering) written in JAX.
 
 See :func:`bm3d`. The algorithm is Dabov, Foi, Katkovnik and Egiazarian, "Image denoising by
-sparse 3-D transform-domain collaborative filtering", IEEE TIP 16(8), 2007, with the
-parameters of Lebrun, "An Analysis and Implementation of the BM3D Image Denoising Method",
-IPOL 2 (2012), and of the reference ``bm3d`` package (PyPI, profile ``'np'``).
+sparse 3-D transform-domain collaborative filtering", IEEE TIP 16(8), 2007, as analysed by
+Lebrun, "An Analysis and Implementation of the BM3D Image Denoising Method", IPOL 2 (2012),
+with the parameters of the reference ``bm3d`` package (PyPI 4.0.3, profile ``'np'``) where it
+differs from the paper (threshold 3.0, Wiener factor 0.4).
 """
 
 from __future__ import annotations
@@ -506,13 +507,14 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       - the DC coefficient is thresholded like the others; opponent channels are not
         min/max-normalised (a linear rescaling that does not change the result).
 
-      Result (``python benchmarks/bm3d_vs_package.py``, 256x256 grey crops, 2 shared CPU
-      cores): PSNR 0.07-0.29 dB below the package on the nine cases (camera, astronaut,
-      coffee at sigma 15, 25, 50; the largest gaps on the textured coffee crop, 0.24 and 0.29
-      dB at sigma 25 and 50), about 20x less CPU time (125-135 ms against 2.5-3.0 s). The
-      package runs on two threads where it can, so with both cores free its wall-clock time is
-      about half its CPU time, and ours stays at its CPU time (XLA runs these loops on one
-      core). ``step=4``: about 28x less CPU time, 0.14-0.35 dB below the package.
+      Result (``benchmarks/bm3d_vs_package.md``: 256x256 crops, shared 2-core CPU): grey
+      camera/astronaut/coffee at sigma 15/25/50, PSNR 0.07-0.29 dB below the package (largest
+      on the textured coffee crop: 0.24 and 0.29 dB at sigma 25 and 50) with 20-22x less CPU
+      time (115-130 ms against 2.5-2.8 s); RGB astronaut/coffee/chelsea, 0.12-0.32 dB below
+      ``bm3d_rgb`` (coffee at sigma 50: 0.32) with 15-21x less CPU time (about 340 ms against
+      6.6 s). The package runs on two threads where both cores are free (its wall time can be
+      half its CPU time); XLA runs ours on one core (see ``threads``). ``step=4``: 37-40x less
+      CPU time, 0.12-0.35 dB below the package.
 
     Example:
       >>> import numpy as np
