@@ -31,11 +31,7 @@ def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode=
     elif method == "nl-means":
         stage = {"op": "nl_means", "mode": mode, **noise}
     elif method == "bm3d":
-        try:
-            import imgproc._bm3d  # noqa: F401 - arrives with the BM3D work
-        except ImportError:
-            raise click.UsageError("--method bm3d: this build of imgproc has no BM3D (imgproc._bm3d)") from None
-        stage = {"op": "denoise", "method": "bm3d", **noise}
+        stage = {"op": "bm3d", **noise}
     elif method == "tv":
         stage = {"op": "tv_chambolle"}
     elif method == "bilateral":

@@ -27,6 +27,7 @@ from imgproc.metrics import psnr, ssim
 from imgproc import restoration  # registers the denoising ops as pipeline stages
 from imgproc.restoration import (
     bilateral,
+    bm3d,
     denoise,
     estimate_sigma,
     impulse_fraction,
@@ -72,5 +73,5 @@ __all__ = [
     "unsharp_mask",
 ]
 __all__ += ["augment", *augment.__all__]
-__all__ += ["restoration", "bilateral", "denoise", "estimate_sigma", "impulse_fraction", "median", "nl_means",
+__all__ += ["restoration", "bilateral", "bm3d", "denoise", "estimate_sigma", "impulse_fraction", "median", "nl_means",
             "tv_chambolle"]

@@ -29,13 +29,16 @@ from jax import lax
 
 from imgproc._arrays import resolve_max, to_bhwc, to_output
 from imgproc._boundary import index_map, pad_axis
+from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
+from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
     "DENOISE_METHODS",
     "bilateral",
+    "bm3d",
     "denoise",
     "estimate_sigma",
     "impulse_fraction",
@@ -113,50 +116,9 @@ def _per_image_scalar(value, n):
 # ----------------------------------------------------------------------------- estimate_sigma
 
 # PyWavelets' db2 decomposition high-pass filter (pywt.Wavelet("db2").dec_hi)
-_DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.22414386804185735, -0.12940952255092145], np.float32)
-_NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
-
-
-def _dwt_hi(x, axis):
-    """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
-    length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
-    n = x.shape[axis]
-    xe = pad_axis(x, 3, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
-    k = (n + 3) // 2
-    out = 0.0
-    for j, hj in enumerate(_DB2_HI):
-        start = 4 - j  # x_ext index 2k + 1 - j, shifted by the pad of 3
-        sl = [slice(None)] * x.ndim
-        sl[axis] = slice(start, start + 2 * k - 1, 2)
-        out = out + float(hj) * xe[tuple(sl)]
-    return out
-
-
-def _sigma_planes(planes):
-    """skimage's ``_sigma_est_dwt`` for each (H, W) plane of (P, H, W): the median absolute
-    value of the nonzero finest diagonal (db2) detail coefficients divided by
-    ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there)."""
-    dd = _dwt_hi(_dwt_hi(planes, 1), 2)
-    a = jnp.sort(jnp.abs(dd.reshape(dd.shape[0], -1)), axis=1)
-    total = a.shape[1]
-    zeros = jnp.sum(a == 0, axis=1)
-    m = total - zeros
-    lo = jnp.clip(zeros + (m - 1) // 2, 0, total - 1)
-    hi = jnp.clip(zeros + m // 2, 0, total - 1)
-    med = 0.5 * (jnp.take_along_axis(a, lo[:, None], 1)[:, 0] + jnp.take_along_axis(a, hi[:, None], 1)[:, 0])
-    return jnp.where(m > 0, med / _NORM_PPF_075, 0.0)
-
-
-def _sigma_nhwc(x):
-    """Noise sigma per image of (N, H, W, C) float32: the mean over channels."""
-    n, h, w, c = x.shape
-    planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
-    return _sigma_planes(planes).reshape(n, c).mean(axis=1)
-
-
 @functools.partial(jax.jit, static_argnames=("layout",))
 def _estimate_sigma(image, *, layout):
-    return _sigma_nhwc(_to_nhwc(image.astype(jnp.float32), layout))
+    return sigma_nhwc(_to_nhwc(image.astype(jnp.float32), layout))
 
 
 def estimate_sigma(image, *, max_value=None, layout=None):
@@ -379,7 +341,7 @@ IMPULSE_MAX_RESIDUAL = 0.04
 
 def _is_impulsive(x, frac, max_value):
     """Per-image decision of ``auto`` for one (1, H, W, C) image."""
-    residual = _sigma_nhwc(_switching_median(x, 3, max_value))[0]
+    residual = sigma_nhwc(_switching_median(x, 3, max_value))[0]
     return (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
 
 
@@ -450,7 +412,7 @@ def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
     x = _to_nhwc(image.astype(jnp.float32), layout)
     n = x.shape[0]
     if estimate:
-        sigma = _sigma_nhwc(x)
+        sigma = sigma_nhwc(x)
         h = H_PER_SIGMA * sigma
     else:
         sigma = _per_image_scalar(sigma, n)
@@ -697,7 +659,7 @@ def _auto_one(x, max_value, sigma_override, *, r, d):
     """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
     median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
     frac = _impulse_mask(x, _median_nhwc(x, size=3, mode="reflect"), max_value).mean()
-    sigma = jnp.where(sigma_override >= 0, sigma_override, _sigma_nhwc(x)[0])
+    sigma = jnp.where(sigma_override >= 0, sigma_override, sigma_nhwc(x)[0])
     branch = jnp.where(_is_impulsive(x, frac, max_value), jnp.where(frac < 0.2, 0, 1), 2)
     return lax.switch(branch, [
         lambda im: _switching_median(im, 3, max_value),
@@ -759,8 +721,6 @@ def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=
 
 
 def _denoise_bm3d(image, **options):
-    from imgproc._bm3d import bm3d  # arrives with the BM3D work (imgproc/_bm3d.py)
-
     return bm3d(image, **options)
 
 
@@ -797,7 +757,7 @@ _METHODS = {
 }
 
 
-def denoise(image, *, method="auto", sigma=None, max_value=None, **options):
+def denoise(image, *, method="auto", sigma=None, max_value=None, layout=None, **options):
     """Denoise with one of :data:`DENOISE_METHODS`.
 
     ``"auto"`` decides per image, inside the compiled program (so it also works as a
@@ -808,7 +768,7 @@ def denoise(image, *, method="auto", sigma=None, max_value=None, **options):
     ``h = 0.6 * sigma`` (measured best, benchmarks/RESULTS.md), patch 7, search window 21 (``patch_size``/``search_size``
     change them). ``"nl_means"``, ``"tv"`` (:func:`tv_chambolle`), ``"bilateral"``
     (``sigma_color = 2 * sigma`` unless given, ``sigma_spatial=2``), ``"median"``
-    (``size=3``), ``"bm3d"`` (``imgproc._bm3d.bm3d``) and ``"chapter"`` (the seed
+    (``size=3``), ``"bm3d"`` (:func:`bm3d`) and ``"chapter"`` (the seed
     chapter's 5×5 Gaussian then 5×5 sharpen, :func:`imgproc.presets.denoise`) pass the
     other ``options`` on.
 
@@ -818,6 +778,7 @@ def denoise(image, *, method="auto", sigma=None, max_value=None, **options):
         sigma: noise sigma in the image's units (None: estimated where needed).
         max_value: the value range (None: the dtype's), passed to the methods that use
             it (auto, nl_means, tv, bm3d).
+        layout: as for :func:`imgproc.correlate`.
         **options: passed to the method.
 
     Returns:
@@ -835,8 +796,8 @@ def denoise(image, *, method="auto", sigma=None, max_value=None, **options):
     if max_value is not None and method in _USE_VALUE_RANGE:
         options["max_value"] = max_value
     if method == "chapter":
-        return fn(image, **options)
-    return fn(image, sigma=sigma, **options)
+        return fn(image, layout=layout, **options)
+    return fn(image, sigma=sigma, layout=layout, **options)
 
 
 # ----------------------------------------------------------------------------- pipeline stages
@@ -849,6 +810,7 @@ OPS = (
     OpInfo("tv_chambolle", tv_chambolle),
     OpInfo("bilateral", bilateral, radius=lambda o: bilateral_radius(o.get("sigma_spatial", 1.0), o.get("size"))),
     OpInfo("median", median, radius=lambda o: int(o.get("size", 3)) // 2),
+    OpInfo("bm3d", bm3d),
     OpInfo("denoise", denoise),
 )
 register_ops(OPS)

@@ -90,7 +90,8 @@ NOT_STAGES = {
     "load_image": "I/O", "save_image": "I/O", "psnr": "metric", "register_op": "registry",
     "registered_ops": "registry", "reuse_host_memory": "process setting", "default_strategy": "a query",
     "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
-    "hsv_to_rgb": "a colour-space conversion (HSV in)",
+    "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
+    "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
 }
 PUBLIC_FUNCTIONS = sorted(
     n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))
@@ -138,6 +139,8 @@ EXAMPLE_OPTIONS = {
     "random_choice": {"ops": [{"op": "flip_up_down"}, {"op": "random_brightness"}]},
     "random_apply": {"stage": {"op": "random_hue"}},
     "random_crop": {"size": [6, 6]},
+    "bilateral": {"sigma_color": 20.0, "sigma_spatial": 1.5},
+    "bm3d": {"sigma": 20.0},
 }
 
 
