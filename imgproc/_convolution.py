@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from imgproc._types import callers_type
 from imgproc import kernels as _kernels
 from imgproc._arrays import (
     from_bhwc,
@@ -196,6 +197,7 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     return "direct" if cpu else "conv"
 
 
+@callers_type
 def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Correlate each channel of ``image`` with a 2-D ``kernel``.
 
@@ -218,7 +220,10 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
             passes them): changes how XLA computes the result, never the numbers.
 
     Returns:
-        A JAX array of the image's shape and dtype (integers rounded and saturated).
+        An array of the image's shape and dtype (integers rounded and saturated), of the
+        caller's type: NumPy for NumPy (or list) input, ``jax.Array`` for JAX input
+        (:mod:`imgproc._types`); float64 input is computed in float32 and returned as
+        float64.
 
     Example:
         >>> import numpy as np, imgproc
@@ -229,6 +234,7 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
     return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method, hints=hints)
 
 
+@callers_type
 def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Convolve each channel of ``image`` with a 2-D ``kernel``: the kernel flipped, then
     :func:`correlate`. Matches ``scipy.ndimage.convolve`` per channel (``origin=0``).

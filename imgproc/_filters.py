@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
+from imgproc._types import callers_type
 from imgproc import kernels as _kernels
 from imgproc._checks import check_image
 from imgproc._convolution import (
@@ -71,6 +72,7 @@ def _prepare(image, layout, mode):
     return image, layout
 
 
+@callers_type
 def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Mean over a ``size``×``size`` window (odd ``size``), per channel.
 
@@ -94,6 +96,7 @@ def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
+@callers_type
 def gaussian_blur(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None, method="auto",
                   hints=None):
     """Gaussian blur of each channel.
@@ -131,6 +134,7 @@ def _sharpen_kernel(size, center):
     return (delta * (c + 1.0) - 1.0) / (c - (n - 1))
 
 
+@callers_type
 def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sharpen with :func:`imgproc.kernels.sharpen`: ``-1`` around ``center``, divided by the
     sum (default ``center = 2 * size²``: the seed chapter's 5×5 matrix). The mean is kept.
@@ -150,6 +154,7 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
+@callers_type
 def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Emboss with :func:`imgproc.kernels.emboss` (3×3, sums to 1: flat areas kept).
 
@@ -164,6 +169,7 @@ def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place):
     return x + amount * (x - blurred)
 
 
+@callers_type
 def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None,
                  method="auto", hints=None):
     """Unsharp masking: ``x + amount * (x - gaussian_blur(x, sigma))``, computed in float32
@@ -191,6 +197,7 @@ def _edges_body(x, plans, cval, *, mode, methods, in_place):
     return jnp.sqrt(gy * gy + gx * gx)
 
 
+@callers_type
 def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sobel gradient magnitude per channel: ``hypot(sobel_y, sobel_x)``.
 
@@ -227,6 +234,7 @@ def _apply_blur(image, params, *, layout, sigma_range=(0.1, 2.0), size=None, mod
     return gaussian_blur(image, params["sigma"], size=_blur_size(sigma_range, size), mode=mode, layout=layout, hints=hints)
 
 
+@callers_type
 def random_gaussian_blur(key, image, *, sigma_range=(0.1, 2.0), size=None, mode="reflect", layout=None, hints=None):
     """:func:`gaussian_blur` with ``sigma ~ U(sigma_range)``. The kernel side is static:
     ``size`` or, by default, scipy's rule for the largest sigma (``2 * int(4 * hi + 0.5) + 1``).
@@ -246,6 +254,7 @@ def _apply_sharpen(image, params, *, layout, size=5, mode="reflect", hints=None)
     return sharpen(image, center=params["center"], size=size, mode=mode, layout=layout, hints=hints)
 
 
+@callers_type
 def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="reflect", layout=None, hints=None):
     """:func:`sharpen` with the kernel's centre weight ``~ U(center_range)`` (smaller
     is stronger; must stay above ``size**2 - 1``; the seed chapter's 5x5 kernel has 50).

@@ -28,6 +28,7 @@ __all__ = [
     "check_choice",
     "check_dtype",
     "check_layout",
+    "check_list_values",
     "check_method",
     "check_mode",
     "check_key",
@@ -154,8 +155,27 @@ def check_layout(layout, ndim: int) -> str:
 
 
 def check_dtype(dtype):
-    """``dtype`` if it is one of :data:`DTYPES`."""
+    """``dtype`` if it is one of :data:`DTYPES` (float64 is converted before this check by
+    :func:`imgproc._types.as_input`)."""
     dt = jnp.dtype(dtype)
     if dt.name not in DTYPES:
-        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)}; got {dt.name}")
+        hint = ""
+        if dt.kind in "iu":
+            hint = (" (the value range of an integer array of this type is ambiguous: convert it, e.g. "
+                    "x.astype(np.uint8) for 0..255 data or x.astype(np.float32) / x.max() for 0..1)")
+        elif dt.kind == "b":
+            hint = " (convert a mask with x.astype(np.uint8) * 255 or x.astype(np.float32))"
+        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)} or float64; got {dt.name}{hint}")
     return dt
+
+
+def check_list_values(array) -> np.dtype:
+    """The dtype a Python list of integers becomes: uint8 when every value is in 0..255,
+    uint16 when in 0..65535; other values are refused."""
+    lo, hi = (int(array.min()), int(array.max())) if array.size else (0, 0)
+    if lo >= 0 and hi <= 255:
+        return np.dtype(np.uint8)
+    if lo >= 0 and hi <= 65535:
+        return np.dtype(np.uint16)
+    raise ValueError(f"a list of integers must hold values in 0..255 (uint8) or 0..65535 (uint16); got {lo}..{hi}. "
+                     "Pass a NumPy array of an accepted dtype (uint8, uint16, float32 in [0, 1])")
