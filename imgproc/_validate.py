@@ -29,6 +29,7 @@ __all__ = [
     "check_dtype",
     "check_layout",
     "check_list_values",
+    "check_same_range",
     "check_method",
     "check_mode",
     "check_key",
@@ -179,3 +180,19 @@ def check_list_values(array) -> np.dtype:
         return np.dtype(np.uint16)
     raise ValueError(f"a list of integers must hold values in 0..255 (uint8) or 0..65535 (uint16); got {lo}..{hi}. "
                      "Pass a NumPy array of an accepted dtype (uint8, uint16, float32 in [0, 1])")
+
+
+def _range_name(dtype) -> str:
+    dt = np.dtype(dtype)
+    return f"0..{np.iinfo(dt).max}" if dt.kind in "iu" else "0..1"
+
+
+def check_same_range(reference, image) -> None:
+    """Refuse two images whose dtypes imply different value ranges (uint8 0..255 against a
+    float 0..1 image): a metric of the two would be meaningless (psnr: about 5 dB)."""
+    a, b = np.dtype(reference.dtype), np.dtype(image.dtype)
+    if _range_name(a) != _range_name(b):
+        raise ValueError(
+            f"reference is {a.name} ({_range_name(a)}) but image is {b.name} ({_range_name(b)}): convert one to the "
+            "other's range first, e.g. skimage.img_as_float(x) or (x * 255).round().astype(np.uint8), "
+            "or pass data_range= if the values really share one range")

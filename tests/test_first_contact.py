@@ -76,3 +76,50 @@ def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
     chunked = pipe(x, key=KEY)
     assert type(chunked) is np.ndarray and chunked.flags.writeable
     np.testing.assert_array_equal(chunked, split)
+
+
+# --------------------------------------------------------------------------- 5: float64, lists, psnr
+
+
+def test_float64_is_computed_in_float32_and_returned_as_float64():
+    skimage = pytest.importorskip("skimage")
+    x = skimage.img_as_float(_image(False))  # float64 in [0, 1]
+    got = imgproc.gaussian_blur(x, 1.0)
+    assert got.dtype == np.float64 and type(got) is np.ndarray
+    np.testing.assert_array_equal(got, imgproc.gaussian_blur(x.astype(np.float32), 1.0).astype(np.float64))
+    piped = imgproc.Pipeline([{"op": "sharpen"}])(x)
+    assert piped.dtype == np.float64
+    assert imgproc.gaussian_blur(x.tolist(), 1.0).dtype == np.float64  # a float list is float64
+
+
+@pytest.mark.parametrize("values, dtype", [([[0, 128], [255, 3]], np.uint8), ([[0, 1000], [65535, 3]], np.uint16)])
+def test_integer_lists_become_uint8_or_uint16(values, dtype):
+    got = imgproc.box_blur(values, 1)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.asarray(values, dtype))
+
+
+@pytest.mark.parametrize("bad, words", [
+    ([[0, 70000], [1, 2]], "0..65535"),
+    ([[-1, 5], [1, 2]], "0..255"),
+    (np.zeros((4, 4), np.int64), "astype(np.uint8)"),
+    (np.zeros((4, 4), np.int32), "astype(np.uint8)"),
+])
+def test_ambiguous_integers_are_refused_naming_the_fix(bad, words):
+    with pytest.raises(ValueError, match=__import__("re").escape(words)):
+        imgproc.gaussian_blur(bad, 1.0)
+
+
+def test_psnr_refuses_mismatched_ranges_and_matches_skimage():
+    metrics = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(2)
+    ref = rng.random((16, 16))
+    noisy = np.clip(ref + rng.normal(0, 0.05, ref.shape), 0, 1)
+    as_uint8 = (ref * 255).round().astype(np.uint8)
+    with pytest.raises(ValueError, match="uint8 .0..255. but image is float64 .0..1.*img_as_float"):
+        imgproc.psnr(as_uint8, noisy)
+    for a, b in [(ref, noisy), (ref * 2 - 1, noisy * 2 - 1), (as_uint8, (noisy * 255).round().astype(np.uint8))]:
+        assert imgproc.psnr(a, b) == pytest.approx(metrics.peak_signal_noise_ratio(a, b), rel=1e-12)
+    assert imgproc.psnr(as_uint8, noisy * 255, data_range=255) > 20  # an explicit range is trusted
+    with pytest.raises(ValueError, match="data_range"):
+        imgproc.psnr(ref * 255, noisy * 255)  # floats beyond [-1, 1]: skimage refuses too
