@@ -210,7 +210,9 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
             float32; NumPy or JAX array.
         kernel: 2-D weights (NumPy, or a JAX array, traced values allowed).
         mode: ``"reflect"`` (default), ``"mirror"``, ``"nearest"``, ``"wrap"``, ``"constant"``
-            (scipy.ndimage's names).
+            (scipy.ndimage's names), or scipy's aliases ``"grid-mirror"`` (= reflect),
+            ``"grid-wrap"`` (= wrap), ``"grid-constant"`` (= constant), which scipy's
+            filters compute identically.
         cval: fill value for ``mode="constant"`` (traced: changing it does not recompile).
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"``, ``"NCHW"``.
@@ -281,7 +283,7 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
 def apply_plan(image, plan, *, mode, cval, layout, hints=None):
     """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
     image, layout = check_image(image, layout)
-    check_mode(mode)
+    mode = check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}
     return apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)

@@ -26,7 +26,8 @@ from imgproc._convolution import (
 )
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
-from imgproc._validate import check_mode, check_number, check_odd, check_range, is_traced
+from imgproc._validate import (check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
+                               is_traced)
 
 __all__ = ["box_blur", "edges", "emboss", "gaussian_blur", "random_gaussian_blur", "random_sharpen", "sharpen", "unsharp_mask"]
 
@@ -59,30 +60,43 @@ def gaussian_weights(sigma, radius: int):
     return w / jnp.sum(w)
 
 
+def gaussian_radii(sigma, size, truncate) -> tuple[int, int]:
+    """Static ``(rows, cols)`` radii of a Gaussian of ``sigma`` (a number or a pair) and
+    ``size`` (None, an odd int or a pair of them)."""
+    sy, sx = check_sigma_pair("sigma", sigma)
+    if size is not None:
+        ky, kx = check_odd_pair("size", size)
+        return ky // 2, kx // 2
+    return gaussian_radius(sy, None, truncate), gaussian_radius(sx, None, truncate)
+
+
 def _plan_gaussian(sigma, size, truncate, method, hints):
-    check_number("sigma", sigma, low=0)
-    radius = gaussian_radius(sigma, size, truncate)
-    w = gaussian_weights(sigma, radius)
-    return plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
+    sy, sx = check_sigma_pair("sigma", sigma)
+    ry, rx = gaussian_radii(sigma, size, truncate)
+    terms = [(gaussian_weights(sy, ry), gaussian_weights(sx, rx))]  # (down the rows, along the cols)
+    return plan_lowering(None, terms=terms, method=method, hints=hints)
 
 
 def _prepare(image, layout, mode):
     image, layout = check_image(image, layout)
-    check_mode(mode)
-    return image, layout
+    return image, layout, check_mode(mode)
 
 
 @callers_type
 def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
-    """Mean over a ``size``×``size`` window (odd ``size``), per channel.
+    """Mean over a ``size``×``size`` window (odd ``size``, or a pair ``(height, width)`` of
+    odd sides), per channel.
 
     Matches ``scipy.ndimage.uniform_filter(x, size, mode=mode, cval=cval)`` over the spatial
     axes only (``size=1`` on the others).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
-            bfloat16 or float32.
-        size: odd window side (static).
+            bfloat16, float32 or float64 (computed in float32), NumPy, list or JAX.
+        size: odd window side, or ``(height, width)`` (static).
+
+    Returns:
+        The image's shape, dtype and array type (NumPy in, NumPy out).
         mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
     Example:
@@ -90,9 +104,9 @@ def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto
         >>> float(imgproc.box_blur(np.ones((4, 4), np.float32), 3).mean())
         1.0
     """
-    size = check_odd("size", size)
-    w = np.full(size, 1.0 / size, np.float32)
-    plan = plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
+    sh, sw = check_odd_pair("size", size)
+    terms = [(np.full(sh, 1.0 / sh, np.float32), np.full(sw, 1.0 / sw, np.float32))]
+    plan = plan_lowering(None, terms=terms, method=method, hints=hints)
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
@@ -103,15 +117,17 @@ def gaussian_blur(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval
 
     Matches ``scipy.ndimage.gaussian_filter(x, sigma, mode=mode, cval=cval,
     truncate=truncate)`` over the spatial axes only (sigma 0 on the channel/batch axes).
-    The kernel radius is ``int(truncate * sigma + 0.5)`` (scipy's rule) unless ``size``
-    (odd) is given; ``sigma`` is traced, so a new sigma with the same size does not
+    ``sigma`` may be a pair ``(rows, cols)``: ``gaussian_blur(x, (1, 3))`` is
+    ``scipy.ndimage.gaussian_filter(plane, (1, 3))`` per plane. The kernel radius is
+    ``int(truncate * sigma + 0.5)`` per axis (scipy's rule) unless ``size`` (odd, or a
+    pair of odd sides) is given; ``sigma`` is traced, so a new sigma with the same size does not
     recompile (inside ``jit``, give ``size``). ``sigma=0`` is the identity.
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
             bfloat16 or float32.
-        sigma: standard deviation in pixels, >= 0.
-        size: odd kernel side, or None for scipy's rule.
+        sigma: standard deviation in pixels, >= 0, or a pair ``(rows, cols)``.
+        size: odd kernel side or ``(height, width)``, or None for scipy's rule.
         truncate: radius in standard deviations when ``size`` is None.
         mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
@@ -146,7 +162,10 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
         >>> round(float(imgproc.sharpen(np.full((6, 6), 0.5, np.float32)).max()), 5)
         0.5
     """
-    size = check_odd("size", size)
+    sh, sw = check_odd_pair("size", size)
+    if sh != sw:
+        raise ValueError(f"sharpen's kernel is square: size must be an odd int or a pair of equal sides; got {size!r}")
+    size = sh
     if center is None:
         center = 2.0 * size * size
     check_number("center", center, low=size * size - 1, low_open=True)
@@ -180,7 +199,7 @@ def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode=
     ``sigma=0`` is the identity.
     """
     check_number("amount", amount)
-    image, layout = _prepare(image, layout, mode)
+    image, layout, mode = _prepare(image, layout, mode)
     method, kernel, terms = _plan_gaussian(sigma, size, truncate, method, hints)
     traced = {
         "kernel": kernel,
@@ -207,7 +226,7 @@ def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=
     intermediate result with ``cval`` again, which differs when ``cval != 0``. uint8 input
     saturates at 255.
     """
-    image, layout = _prepare(image, layout, mode)
+    image, layout, mode = _prepare(image, layout, mode)
     plans = [plan_lowering(_kernels.sobel(a), method=method, hints=hints) for a in (0, 1)]
     traced = {"plans": [(k, t) for _, k, t in plans], "cval": jnp.asarray(cval, jnp.float32)}
     return apply_stage(_edges_body, image, layout, traced, hints=hints, mode=mode, methods=tuple(m for m, _, _ in plans))
@@ -264,10 +283,11 @@ def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="refl
 
 
 def _gaussian_reach(options) -> int:
-    size = options.get("size")
-    if size is not None:
-        return int(size) // 2
-    return _kernels.gaussian_radius(float(options.get("sigma", 1.0)), options.get("truncate", 4.0))
+    return max(gaussian_radii(options.get("sigma", 1.0), options.get("size"), options.get("truncate", 4.0)))
+
+
+def _size_reach(options, default=None) -> int:
+    return max(check_odd_pair("size", options.get("size", default))) // 2
 
 
 def _kernel_reach(options) -> int:
@@ -283,9 +303,9 @@ def _kernel_option(options):
 OPS = (
     OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach),
     OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach),
-    OpInfo("box_blur", box_blur, radius=lambda o: int(o["size"]) // 2),
+    OpInfo("box_blur", box_blur, radius=_size_reach),
     OpInfo("gaussian_blur", gaussian_blur, radius=_gaussian_reach),
-    OpInfo("sharpen", sharpen, radius=lambda o: int(o.get("size", 5)) // 2),
+    OpInfo("sharpen", sharpen, radius=lambda o: _size_reach(o, 5)),
     OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach),
     OpInfo("emboss", emboss, radius=lambda o: 1),
     OpInfo("edges", edges, radius=lambda o: 1),

@@ -13,6 +13,14 @@ import numpy as np
 
 # scipy.ndimage's boundary modes (imgproc._boundary implements them)
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+# scipy's grid-* names: for filters (ndimage.correlate, gaussian_filter, uniform_filter)
+# scipy computes exactly the same as these modes (verified in tests/test_first_contact.py)
+MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap", "grid-constant": "constant"}
+# modes of the geometry ops (sample, rotate, translate): scipy.ndimage's interpolation names.
+# Their "wrap" is scipy's "grid-wrap"; "grid-mirror" is "reflect"; "grid-constant" (cval
+# beyond the edge, interpolated with it) differs from "constant" and is its own mode.
+SAMPLE_MODES = ("constant", "nearest", "reflect", "mirror", "wrap", "grid-constant")
+SAMPLE_MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap"}
 # lowerings of a correlation (imgproc._convolution)
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
 LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
@@ -22,6 +30,8 @@ DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32")
 
 __all__ = [
     "DTYPES",
+    "MODE_ALIASES",
+    "SAMPLE_MODES",
     "LAYOUTS",
     "METHODS",
     "MODES",
@@ -30,11 +40,14 @@ __all__ = [
     "check_layout",
     "check_list_values",
     "check_same_range",
+    "check_sample_mode",
     "check_method",
     "check_mode",
     "check_key",
     "check_number",
     "check_odd",
+    "check_odd_pair",
+    "check_sigma_pair",
     "check_range",
     "check_size_pair",
     "is_traced",
@@ -107,6 +120,29 @@ def check_odd(name, size) -> int:
     return int(size)
 
 
+def check_odd_pair(name, size) -> tuple[int, int]:
+    """An odd int or a pair ``(height, width)`` of odd ints (scipy's per-axis ``size``), as a
+    tuple of ints."""
+    if isinstance(size, (list, tuple, np.ndarray)):
+        if len(size) != 2:
+            raise ValueError(f"{name} must be an odd int or a pair (height, width) of odd ints; got {size!r}")
+        return check_odd(f"{name}[0]", size[0]), check_odd(f"{name}[1]", size[1])
+    s = check_odd(name, size)
+    return s, s
+
+
+def check_sigma_pair(name, sigma):
+    """A sigma >= 0, or a pair ``(rows, cols)`` of them (scipy's per-axis sigma): returns the
+    pair. Traced values pass through (a traced pair is an array of shape (2,))."""
+    shape = np.shape(sigma) if not is_traced(sigma) or hasattr(sigma, "shape") else ()
+    if shape == ():
+        check_number(name, sigma, low=0)
+        return sigma, sigma
+    if shape != (2,):
+        raise ValueError(f"{name} must be a number or a pair (rows, cols); got {sigma!r}")
+    return check_number(f"{name}[0]", sigma[0], low=0), check_number(f"{name}[1]", sigma[1], low=0)
+
+
 def check_size_pair(name, size) -> tuple[int, int]:
     """An int or a pair ``(height, width)`` of positive integers, as a tuple of ints."""
     if _is_int(size):
@@ -129,10 +165,21 @@ def check_key(key):
 
 
 def check_mode(mode: str) -> str:
-    """One of :data:`MODES` (scipy.ndimage's names)."""
+    """One of :data:`MODES` (scipy.ndimage's names) or a ``grid-*`` alias of
+    :data:`MODE_ALIASES`; returns the canonical name (``"grid-wrap"`` -> ``"wrap"``)."""
+    if isinstance(mode, str) and mode in MODE_ALIASES:
+        return MODE_ALIASES[mode]
     if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        raise ValueError(f"mode must be one of {', '.join(MODES + tuple(MODE_ALIASES))}; got {mode!r}")
     return mode
+
+
+def check_sample_mode(mode: str) -> str:
+    """A geometry op's mode (:data:`SAMPLE_MODES` or an alias of
+    :data:`SAMPLE_MODE_ALIASES`), as its canonical name."""
+    if isinstance(mode, str) and mode in SAMPLE_MODE_ALIASES:
+        return SAMPLE_MODE_ALIASES[mode]
+    return check_choice("mode", mode, SAMPLE_MODES + tuple(SAMPLE_MODE_ALIASES))
 
 
 def check_method(method: str) -> str:

@@ -123,3 +123,55 @@ def test_psnr_refuses_mismatched_ranges_and_matches_skimage():
     assert imgproc.psnr(as_uint8, noisy * 255, data_range=255) > 20  # an explicit range is trusted
     with pytest.raises(ValueError, match="data_range"):
         imgproc.psnr(ref * 255, noisy * 255)  # floats beyond [-1, 1]: skimage refuses too
+
+
+# --------------------------------------------------------------------------- 6: scipy's conventions
+
+import scipy.ndimage as ndi  # noqa: E402
+from cases import CASE_IDS, CASES, GRID_MODES, reference  # noqa: E402
+
+
+@pytest.mark.parametrize("grid, plain", list(GRID_MODES.items()))
+def test_scipy_grid_modes_equal_their_plain_modes(grid, plain):
+    # the premise of the aliases, checked on scipy itself
+    p = np.random.default_rng(3).random((9, 11))
+    assert np.array_equal(ndi.gaussian_filter(p, 1.5, mode=grid, cval=0.3), ndi.gaussian_filter(p, 1.5, mode=plain, cval=0.3))
+    assert np.array_equal(ndi.correlate(p, np.ones((3, 5)), mode=grid, cval=0.3),
+                          ndi.correlate(p, np.ones((3, 5)), mode=plain, cval=0.3))
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("grid", list(GRID_MODES))
+def test_every_filter_takes_scipys_grid_modes(case, grid):
+    hwc = np.random.default_rng(4).random((13, 17, 2), dtype=np.float32)
+    got = case.call(hwc, mode=grid, cval=0.25)
+    np.testing.assert_allclose(got, reference(case, hwc, grid, 0.25), atol=1e-5, rtol=0)
+
+
+def test_per_axis_sigma_and_size_match_scipy():
+    p = np.random.default_rng(5).random((15, 21), dtype=np.float32)
+    want = ndi.gaussian_filter(p.astype(np.float64), (1, 3))
+    np.testing.assert_allclose(imgproc.gaussian_blur(p, (1, 3)), want, atol=1e-5)
+    np.testing.assert_allclose(imgproc.gaussian_blur(p, (0.5, 2), size=(5, 9)),
+                               ndi.gaussian_filter(p.astype(np.float64), (0.5, 2), radius=(2, 4)), atol=1e-5)
+    np.testing.assert_allclose(imgproc.box_blur(p, (5, 5)), ndi.uniform_filter(p.astype(np.float64), 5), atol=1e-5)
+    np.testing.assert_array_equal(imgproc.sharpen(p, size=(5, 5)), imgproc.sharpen(p, size=5))
+    with pytest.raises(ValueError, match="square"):
+        imgproc.sharpen(p, size=(3, 5))
+    with pytest.raises(ValueError, match=r"size\[1\] must be an odd"):
+        imgproc.box_blur(p, (3, 4))
+    spec = [{"op": "gaussian_blur", "sigma": [1, 3], "mode": "grid-wrap"}, {"op": "box_blur", "size": [3, 5]}]
+    want = ndi.uniform_filter(ndi.gaussian_filter(p.astype(np.float64), (1, 3), mode="wrap"), (3, 5))
+    for bucket in (False, True):
+        np.testing.assert_allclose(imgproc.Pipeline(spec, bucket=bucket)(p), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["grid-constant", "grid-wrap", "grid-mirror"])
+def test_geometry_takes_scipys_grid_modes(mode):
+    # scipy's interpolation grid-constant differs from constant (cval interpolated in
+    # beyond the edge): implemented, as are the two aliases
+    p = np.random.default_rng(6).random((12, 15), dtype=np.float32)
+    want = ndi.rotate(p.astype(np.float64), 17, reshape=False, order=1, mode=mode, cval=0.3)
+    np.testing.assert_allclose(imgproc.rotate(p, 17.0, mode=mode, cval=0.3), want, atol=1e-5)
+    shifted = ndi.shift(p.astype(np.float64), (1.5, -2.25), order=1, mode=mode, cval=0.3)
+    np.testing.assert_allclose(imgproc.translate(p, 1.5, -2.25, mode=mode, cval=0.3), shifted, atol=1e-5)

@@ -18,10 +18,9 @@ from imgproc._boundary import source_index
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
-from imgproc._validate import check_choice, check_number, check_range, check_size_pair
+from imgproc._validate import SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair
 from imgproc.augment._common import back, draw_box, hw, to_float
 
-SAMPLE_MODES = ("constant", "nearest", "reflect", "mirror", "wrap")
 
 
 @callers_type
@@ -124,12 +123,14 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
 
     Matches ``scipy.ndimage.map_coordinates(plane, [rows, cols], order=1, mode=m)`` per 2-D
     plane, with ``m`` = ``mode`` for ``constant`` (a point outside ``[0, n - 1]`` by any
-    amount gets ``cval``; no interpolation beyond the edge), ``nearest``, ``reflect`` and
-    ``mirror``, and ``grid-wrap`` for ``wrap``. Out-of-image neighbours are found with the
-    filters' boundary rule (:func:`imgproc._boundary.source_index`).
+    amount gets ``cval``; no interpolation beyond the edge), ``grid-constant`` (neighbours
+    outside the image are ``cval``, interpolated with those inside), ``nearest``,
+    ``reflect`` (alias ``grid-mirror``) and ``mirror``, and ``grid-wrap`` for ``wrap`` (both
+    names accepted). Out-of-image neighbours are found with the filters' boundary rule
+    (:func:`imgproc._boundary.source_index`).
     """
     image, layout = check_image(image, layout)
-    check_choice("mode", mode, SAMPLE_MODES)
+    mode = check_sample_mode(mode)
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
@@ -137,13 +138,18 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     fr, fc = rows - r0f, cols - c0f
     r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
     extra = (1,) * (x.ndim - 2)
-    index_mode = "nearest" if mode == "constant" else mode  # constant: masked below
+    index_mode = "nearest" if mode in ("constant", "grid-constant") else mode  # masked below
+    fill = jnp.asarray(cval, jnp.float32)
     out = 0.0
     for dr, wr in ((0, 1 - fr), (1, fr)):
         ri = source_index(r0 + dr, h, index_mode, jnp)
         for dc, wc in ((0, 1 - fc), (1, fc)):
             ci = source_index(c0 + dc, w, index_mode, jnp)
-            out = out + (wr * wc).reshape(wr.shape + extra) * x[ri, ci]
+            value = x[ri, ci]
+            if mode == "grid-constant":  # a neighbour outside the image is cval
+                outside = (r0 + dr < 0) | (r0 + dr > h - 1) | (c0 + dc < 0) | (c0 + dc > w - 1)
+                value = jnp.where(outside.reshape(outside.shape + extra), fill, value)
+            out = out + (wr * wc).reshape(wr.shape + extra) * value
     if mode == "constant":
         inside = (rows >= 0) & (rows <= h - 1) & (cols >= 0) & (cols <= w - 1)
         out = jnp.where(inside.reshape(inside.shape + extra), out, jnp.asarray(cval, jnp.float32))
@@ -333,7 +339,7 @@ def _apply_rotate(image, params, *, layout, mode="constant", cval=0.0):
 def random_rotate(key, image, *, max_degrees=15.0, mode="constant", cval=0.0, layout=None):
     """Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).
     Parameters: ``{"angle": degrees}``."""
-    check_choice("mode", mode, SAMPLE_MODES)
+    check_sample_mode(mode)
     return run_random_op(_rotate_params, _apply_rotate, key, image, layout=layout, max_degrees=max_degrees,
                          mode=mode, cval=cval)
 
@@ -356,7 +362,7 @@ def _apply_translate(image, params, *, layout, mode="constant", cval=0.0):
 def random_translate(key, image, *, max_fraction=0.1, mode="constant", cval=0.0, layout=None):
     """Shift by ``(dy, dx)`` uniform in ``±max_fraction * (H, W)`` pixels (:func:`translate`;
     ``max_fraction`` a number or a pair (rows, cols)). Parameters: ``{"dy", "dx"}``."""
-    check_choice("mode", mode, SAMPLE_MODES)
+    check_sample_mode(mode)
     return run_random_op(_translate_params, _apply_translate, key, image, layout=layout, max_fraction=max_fraction,
                          mode=mode, cval=cval)
 
