@@ -38,7 +38,7 @@ from imgproc._random import image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
-from imgproc._validate import LAYOUT_NDIM, check_layout
+from imgproc._validate import LAYOUT_NDIM, check_key, check_layout
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -129,9 +129,13 @@ class Pipeline:
 
     @callers_type
     def __call__(self, images, *, key=None, indices=None, return_params=False):
-        """Run on ``images``; random stages draw from ``key`` (see the class docstring)."""
+        """Run on ``images``; random stages draw from ``key`` (see the class docstring): a
+        ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``."""
         if self.is_random and key is None:
-            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(...)")
+            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(seed) "
+                             "(or an int seed, key=0)")
+        if key is not None:
+            key = check_key(key)
         return self._call(images, key=key, indices=indices, params=None, return_params=return_params)
 
     @callers_type

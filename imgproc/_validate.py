@@ -158,9 +158,15 @@ def check_size_pair(name, size) -> tuple[int, int]:
 
 
 def check_key(key):
-    """A JAX PRNG key (``jax.random.key(seed)``); refuses ``None`` with how to make one."""
+    """A JAX PRNG key: ``jax.random.key(seed)`` (or a legacy ``jax.random.PRNGKey``); a
+    Python or NumPy int is taken as the seed, ``jax.random.key(seed)``. Refuses ``None`` and
+    anything else with how to make a key."""
+    if _is_int(key):
+        return jax.random.key(int(key))
     if key is None:
-        raise ValueError("a random op needs a key: jax.random.key(seed)")
+        raise ValueError("a random op needs a key: key=jax.random.key(seed) (or an int seed, key=0)")
+    if not hasattr(key, "dtype") or not hasattr(key, "shape"):
+        raise ValueError(f"key must be a JAX PRNG key, jax.random.key(seed), or an int seed; got {type(key).__name__}")
     return key
 
 

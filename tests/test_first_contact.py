@@ -175,3 +175,30 @@ def test_geometry_takes_scipys_grid_modes(mode):
     np.testing.assert_allclose(imgproc.rotate(p, 17.0, mode=mode, cval=0.3), want, atol=1e-5)
     shifted = ndi.shift(p.astype(np.float64), (1.5, -2.25), order=1, mode=mode, cval=0.3)
     np.testing.assert_allclose(imgproc.translate(p, 1.5, -2.25, mode=mode, cval=0.3), shifted, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- 7: clear errors
+
+
+def test_an_int_key_is_a_seed():
+    x = _image(True)
+    pipe = imgproc.Pipeline(RANDOM_SPEC)
+    np.testing.assert_array_equal(pipe(x, key=7), pipe(x, key=jax.random.key(7)))
+    np.testing.assert_array_equal(pipe(x, key=np.int64(7)), pipe(x, key=jax.random.key(7)))
+    np.testing.assert_array_equal(imgproc.random_hue(3, x), imgproc.random_hue(jax.random.key(3), x))
+    with pytest.raises(ValueError, match=r"jax.random.key\(seed\)"):
+        pipe(x, key="seven")
+    with pytest.raises(ValueError, match=r"jax.random.key\(seed\)"):
+        pipe(x)
+
+
+def test_images_of_different_sizes_say_what_to_do():
+    images = [np.zeros((8, 8, 3), np.uint8), np.zeros((9, 8, 3), np.uint8)]
+    for call in (imgproc.Pipeline([{"op": "sharpen"}]), lambda x: imgproc.gaussian_blur(x, 1.0)):
+        with pytest.raises(ValueError, match="different sizes.*once per image.*folder"):
+            call(images)
+
+
+def test_unknown_spec_option_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="gaussian_blur has no option 'radius'; its options: .*sigma.*size"):
+        imgproc.Pipeline([{"op": "gaussian_blur", "radius": 3}])
