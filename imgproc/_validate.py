@@ -2,14 +2,21 @@
 
 Every check raises ``ValueError`` with a message naming the argument and the allowed
 values, eagerly, before anything is traced. Traced values (inside ``jax.jit``) cannot be
-inspected and pass through unchanged. A leaf module: it imports no other imgproc module.
+inspected and pass through unchanged. A leaf module: it imports no other imgproc module
+than :mod:`imgproc.errors` (itself a leaf).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from imgproc.errors import LayoutWarning
 
 # scipy.ndimage's boundary modes (imgproc._boundary implements them)
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
@@ -195,17 +202,40 @@ def check_method(method: str) -> str:
     return method
 
 
-def check_layout(layout, ndim: int) -> str:
-    """``layout`` for an array of ``ndim`` dimensions (``None`` infers HW, HWC or NHWC)."""
+# channel counts a channel-first array has on its channel axis (LayoutWarning)
+_FEW_CHANNELS = (1, 3, 4)
+
+
+def check_layout(layout, ndim: int, shape=None) -> str:
+    """``layout`` for an array of ``ndim`` dimensions (``None`` infers HW, HWC or NHWC).
+    With the array's ``shape``, an inferred layout that looks channel-first (see
+    :class:`imgproc.errors.LayoutWarning`) warns, naming ``layout="CHW"`` / ``"NCHW"``."""
     if layout is None:
         if ndim not in _INFERRED_LAYOUT:
             raise ValueError(f"image must have 2 (HW), 3 (HWC) or 4 (NHWC) dimensions; got ndim={ndim}")
-        return _INFERRED_LAYOUT[ndim]
+        inferred = _INFERRED_LAYOUT[ndim]
+        if shape is not None and ndim in (3, 4) and shape[ndim - 3] in _FEW_CHANNELS and shape[-1] > 4:
+            first = "CHW" if ndim == 3 else "NCHW"
+            warnings.warn(
+                f"an image of shape {tuple(shape)} without layout= is read as {inferred}, with {shape[-1]} channels; "
+                f"if it is channel-first, pass layout={first!r} (layout={inferred!r} silences this warning)",
+                LayoutWarning, stacklevel=_user_stacklevel())
+        return inferred
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
     if LAYOUT_NDIM[layout] != ndim:
         raise ValueError(f"layout {layout!r} needs a {LAYOUT_NDIM[layout]}-D array; got ndim={ndim}")
     return layout
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside imgproc, for a warning issued by the
+    caller of this function."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_dtype(dtype):

@@ -202,3 +202,25 @@ def test_images_of_different_sizes_say_what_to_do():
 def test_unknown_spec_option_names_the_allowed_ones():
     with pytest.raises(ValueError, match="gaussian_blur has no option 'radius'; its options: .*sigma.*size"):
         imgproc.Pipeline([{"op": "gaussian_blur", "radius": 3}])
+
+
+# --------------------------------------------------------------------------- 3: channel-first arrays
+
+import warnings  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, named", [((3, 24, 20), "CHW"), ((4, 24, 20), "CHW"), ((1, 24, 20), "CHW"),
+                                          ((2, 3, 24, 20), "NCHW")])
+def test_channel_first_looking_arrays_warn_naming_the_layout(shape, named):
+    x = np.zeros(shape, np.float32)
+    for call in (lambda a, **o: imgproc.gaussian_blur(a, 1.0, **o), imgproc.Pipeline([{"op": "sharpen"}])):
+        with pytest.warns(imgproc.LayoutWarning, match=f"layout='{named}'") as record:
+            call(x)
+        assert record[0].filename == __file__  # points at the caller's line
+    assert issubclass(imgproc.LayoutWarning, UserWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imgproc.gaussian_blur(x, 1.0, layout=named)  # named: silent
+        imgproc.gaussian_blur(x, 1.0, layout="HWC" if len(shape) == 3 else "NHWC")  # HWC on purpose: silent
+        imgproc.gaussian_blur(np.zeros((24, 20, 3), np.float32), 1.0)  # plausible HWC: silent
+        imgproc.gaussian_blur(np.zeros((3, 20, 4), np.float32), 1.0)  # 4 channels: plausible, silent
