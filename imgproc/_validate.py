@@ -47,6 +47,7 @@ __all__ = [
     "check_layout",
     "check_list_values",
     "check_same_range",
+    "check_saved_float_range",
     "check_sample_mode",
     "check_method",
     "check_mode",
@@ -279,3 +280,26 @@ def check_same_range(reference, image) -> None:
             f"reference is {a.name} ({_range_name(a)}) but image is {b.name} ({_range_name(b)}): convert one to the "
             "other's range first, e.g. skimage.img_as_float(x) or (x * 255).round().astype(np.uint8), "
             "or pass data_range= if the values really share one range")
+
+
+# A float image to save must look like [0, 1]: filters overshoot a little (sharpen, unsharp
+# masking) and that is clipped on save, but values beyond these are another range (0..255
+# floats, what ``uint8_image.astype(np.float32)`` or a pipeline's float32 gives), which
+# saturation would turn white (or black).
+SAVE_FLOAT_MAX = 1.5
+SAVE_FLOAT_MIN = -0.5
+
+
+def check_saved_float_range(array) -> None:
+    """Refuse a float image to be saved whose values are clearly outside [0, 1] (max >
+    :data:`SAVE_FLOAT_MAX` or min < :data:`SAVE_FLOAT_MIN`), naming the fix."""
+    a = np.asarray(array)
+    if a.dtype.kind != "f" and a.dtype.name != "bfloat16" or a.size == 0:
+        return
+    a = a.astype(np.float32, copy=False)
+    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+    if hi > SAVE_FLOAT_MAX or lo < SAVE_FLOAT_MIN:
+        raise ValueError(
+            f"a float image is saved as values in [0, 1], but this one holds {lo:g}..{hi:g} (it would come out "
+            f"{'white' if hi > SAVE_FLOAT_MAX else 'black'}): for 0..255 data pass image / 255, or "
+            "np.clip(image, 0, 255).round().astype(np.uint8); for 0..65535 data, image / 65535")

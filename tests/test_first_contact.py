@@ -224,3 +224,21 @@ def test_channel_first_looking_arrays_warn_naming_the_layout(shape, named):
         imgproc.gaussian_blur(x, 1.0, layout="HWC" if len(shape) == 3 else "NHWC")  # HWC on purpose: silent
         imgproc.gaussian_blur(np.zeros((24, 20, 3), np.float32), 1.0)  # plausible HWC: silent
         imgproc.gaussian_blur(np.zeros((3, 20, 4), np.float32), 1.0)  # 4 channels: plausible, silent
+
+
+# --------------------------------------------------------------------------- 2: saving 0..255 floats
+
+
+@pytest.mark.parametrize("scale, ok", [(1.0, True), (1.3, True), (255.0, False), (-1.0, False)])
+def test_save_image_refuses_floats_clearly_outside_0_1(tmp_path, scale, ok):
+    x = _image(False).astype(np.float32) / 255 * scale  # uint8 data as floats, scaled
+    path = tmp_path / "out.png"
+    if ok:  # [0, 1], or a little overshoot (sharpening): clipped on save as documented
+        imgproc.save_image(path, x)
+        assert path.exists()
+        return
+    with pytest.raises(ValueError, match=r"image / 255.*astype\(np.uint8\)"):
+        imgproc.save_image(path, x)
+    assert not path.exists()
+    with pytest.raises(ValueError, match="image / 255"):  # what a pipeline returns for float input
+        imgproc.save_image(path, imgproc.gaussian_blur(jnp.asarray(x), 1.0))
