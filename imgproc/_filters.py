@@ -283,7 +283,12 @@ def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="refl
 
 
 def _gaussian_reach(options) -> int:
-    return max(gaussian_radii(options.get("sigma", 1.0), options.get("size"), options.get("truncate", 4.0)))
+    size = options.get("size")
+    if size is not None:
+        return max(check_odd_pair("size", size)) // 2
+    sigma = options.get("sigma", 1.0)
+    sigmas = sigma if isinstance(sigma, (list, tuple)) else (sigma,)  # per axis
+    return max(_kernels.gaussian_radius(float(s), options.get("truncate", 4.0)) for s in sigmas)
 
 
 def _size_reach(options, default=None) -> int:
