@@ -1,7 +1,9 @@
 """Filters: thin functions over the convolution engine.
 
 Each takes an image in any layout of :mod:`imgproc._arrays` (``layout=None`` infers HW,
-HWC or NHWC) and any supported dtype, and returns the same shape and dtype. Options are
+HWC or NHWC) and any supported dtype (uint8, uint16, float16, bfloat16, float32; float64
+computed in float32 and returned as float64), and returns the same shape and dtype in the
+caller's array type (NumPy or a list in: NumPy out; JAX in: JAX out; :mod:`imgproc._types`). Options are
 keyword-only; shape-setting ones (``size``, ``mode``, ``layout``, ``method``) are static,
 numeric ones (``sigma``, ``amount``, ``center``, ``cval``) are traced, so changing them
 does not recompile.
