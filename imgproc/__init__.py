@@ -22,7 +22,7 @@ from imgproc._stages import LoweringHints, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
 from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
-from imgproc.errors import ImgprocError, InputError, InvalidImageError, OutputError, WriteError
+from imgproc.errors import ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, WriteError
 from imgproc.metrics import psnr, ssim
 from imgproc import restoration  # registers the denoising ops as pipeline stages
 from imgproc.restoration import (
@@ -50,6 +50,7 @@ __all__ = [
     "ImgprocError",
     "InputError",
     "InvalidImageError",
+    "LayoutWarning",
     "LoweringHints",
     "OutputError",
     "Pipeline",

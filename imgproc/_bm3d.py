@@ -18,6 +18,7 @@ from jax import lax
 
 from imgproc._arrays import check_dtype, resolve_max
 from imgproc._checks import check_image
+from imgproc._types import callers_type
 from imgproc._noise_level import sigma_nhwc
 
 __all__ = ["bm3d"]
@@ -381,6 +382,7 @@ def _check_int(name, value, lo, hi, *, odd=False):
     return int(value)
 
 
+@callers_type
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
          group_size=(16, 16), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect",
          cval=0.0, layout=None, chunk_refs=1024, threads=1):

@@ -56,7 +56,7 @@ def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
     Returns an int array of length ``before + n + after``. For ``"constant"`` the
     positions outside ``[0, n)`` hold ``-1`` (the caller fills them with ``cval``).
     """
-    check_mode(mode)
+    mode = check_mode(mode)
     return np.asarray(source_index(np.arange(-before, n + after), n, mode))
 
 

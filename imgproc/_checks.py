@@ -19,12 +19,13 @@ DEFAULT_MAX_ABS = 1e6
 
 def check_image(image, layout):
     """Validate an image argument of any public op; returns ``(array, layout)``: dtype in the
-    allowed list, ``layout`` valid for its ndim (or inferred), no empty axis, and (host
+    allowed list, ``layout`` valid for its ndim (or inferred; a channel-first-looking array
+    without ``layout`` warns, :class:`imgproc.errors.LayoutWarning`), no empty axis, and (host
     NumPy data only: device arrays stay asynchronous) :func:`check_finite`."""
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         image = np.asarray(image)
     check_dtype(image.dtype)
-    layout = check_layout(layout, image.ndim)
+    layout = check_layout(layout, image.ndim, image.shape)
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
     if isinstance(image, np.ndarray):

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from imgproc._types import callers_type
 from imgproc import kernels as _kernels
 from imgproc._arrays import (
     from_bhwc,
@@ -192,6 +193,7 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     return "direct" if cpu else "conv"
 
 
+@callers_type
 def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Correlate each channel of ``image`` with a 2-D ``kernel``.
 
@@ -204,7 +206,9 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
             float32; NumPy or JAX array.
         kernel: 2-D weights (NumPy, or a JAX array, traced values allowed).
         mode: ``"reflect"`` (default), ``"mirror"``, ``"nearest"``, ``"wrap"``, ``"constant"``
-            (scipy.ndimage's names).
+            (scipy.ndimage's names), or scipy's aliases ``"grid-mirror"`` (= reflect),
+            ``"grid-wrap"`` (= wrap), ``"grid-constant"`` (= constant), which scipy's
+            filters compute identically.
         cval: fill value for ``mode="constant"`` (traced: changing it does not recompile).
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"``, ``"NCHW"``.
@@ -214,7 +218,10 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
             passes them): changes how XLA computes the result, never the numbers.
 
     Returns:
-        A JAX array of the image's shape and dtype (integers rounded and saturated).
+        An array of the image's shape and dtype (integers rounded and saturated), of the
+        caller's type: NumPy for NumPy (or list) input, ``jax.Array`` for JAX input
+        (:mod:`imgproc._types`); float64 input is computed in float32 and returned as
+        float64.
 
     Example:
         >>> import numpy as np, imgproc
@@ -225,6 +232,7 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
     return _filter(image, odd_kernel(kernel), mode=mode, cval=cval, layout=layout, method=method, hints=hints)
 
 
+@callers_type
 def convolve(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Convolve each channel of ``image`` with a 2-D ``kernel``: the kernel flipped, then
     :func:`correlate`. Matches ``scipy.ndimage.convolve`` per channel (``origin=0``).
@@ -271,7 +279,7 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
 def apply_plan(image, plan, *, mode, cval, layout, hints=None):
     """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
     image, layout = check_image(image, layout)
-    check_mode(mode)
+    mode = check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}
     return apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)

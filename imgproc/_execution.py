@@ -18,7 +18,7 @@ import numpy as np
 
 from imgproc._boundary import source_index
 from imgproc._checks import aligned_empty, host_aligned
-from imgproc._validate import is_traced
+from imgproc._validate import check_mode, is_traced
 
 __all__ = [
     "MIN_IMAGES_PER_PART", "bucket_size", "chunk_size", "cpu_cores", "extend_from", "loop_parts", "run_in_chunks",
@@ -85,7 +85,7 @@ def extend_from(x, true_hw, axes, options, radius):
     depends on."""
     if radius == 0:
         return x
-    mode = options.get("mode", "reflect")
+    mode = check_mode(options.get("mode", "reflect"))
     cval = options.get("cval", 0.0)
     sizes, offset = true_hw
     for axis, n in zip(axes, (sizes[0], sizes[1])):

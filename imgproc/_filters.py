@@ -1,7 +1,9 @@
 """Filters: thin functions over the convolution engine.
 
 Each takes an image in any layout of :mod:`imgproc._arrays` (``layout=None`` infers HW,
-HWC or NHWC) and any supported dtype, and returns the same shape and dtype. Options are
+HWC or NHWC) and any supported dtype (uint8, uint16, float16, bfloat16, float32; float64
+computed in float32 and returned as float64), and returns the same shape and dtype in the
+caller's array type (NumPy or a list in: NumPy out; JAX in: JAX out; :mod:`imgproc._types`). Options are
 keyword-only; shape-setting ones (``size``, ``mode``, ``layout``, ``method``) are static,
 numeric ones (``sigma``, ``amount``, ``center``, ``cval``) are traced, so changing them
 does not recompile.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
+from imgproc._types import callers_type
 from imgproc import kernels as _kernels
 from imgproc._checks import check_image
 from imgproc._convolution import (
@@ -25,7 +28,8 @@ from imgproc._convolution import (
 )
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
-from imgproc._validate import check_mode, check_number, check_odd, check_range, is_traced
+from imgproc._validate import (check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
+                               is_traced)
 
 __all__ = ["box_blur", "edges", "emboss", "gaussian_blur", "random_gaussian_blur", "random_sharpen", "sharpen", "unsharp_mask"]
 
@@ -58,29 +62,43 @@ def gaussian_weights(sigma, radius: int):
     return w / jnp.sum(w)
 
 
+def gaussian_radii(sigma, size, truncate) -> tuple[int, int]:
+    """Static ``(rows, cols)`` radii of a Gaussian of ``sigma`` (a number or a pair) and
+    ``size`` (None, an odd int or a pair of them)."""
+    sy, sx = check_sigma_pair("sigma", sigma)
+    if size is not None:
+        ky, kx = check_odd_pair("size", size)
+        return ky // 2, kx // 2
+    return gaussian_radius(sy, None, truncate), gaussian_radius(sx, None, truncate)
+
+
 def _plan_gaussian(sigma, size, truncate, method, hints):
-    check_number("sigma", sigma, low=0)
-    radius = gaussian_radius(sigma, size, truncate)
-    w = gaussian_weights(sigma, radius)
-    return plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
+    sy, sx = check_sigma_pair("sigma", sigma)
+    ry, rx = gaussian_radii(sigma, size, truncate)
+    terms = [(gaussian_weights(sy, ry), gaussian_weights(sx, rx))]  # (down the rows, along the cols)
+    return plan_lowering(None, terms=terms, method=method, hints=hints)
 
 
 def _prepare(image, layout, mode):
     image, layout = check_image(image, layout)
-    check_mode(mode)
-    return image, layout
+    return image, layout, check_mode(mode)
 
 
+@callers_type
 def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
-    """Mean over a ``size``×``size`` window (odd ``size``), per channel.
+    """Mean over a ``size``×``size`` window (odd ``size``, or a pair ``(height, width)`` of
+    odd sides), per channel.
 
     Matches ``scipy.ndimage.uniform_filter(x, size, mode=mode, cval=cval)`` over the spatial
     axes only (``size=1`` on the others).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
-            bfloat16 or float32.
-        size: odd window side (static).
+            bfloat16, float32 or float64 (computed in float32), NumPy, list or JAX.
+        size: odd window side, or ``(height, width)`` (static).
+
+    Returns:
+        The image's shape, dtype and array type (NumPy in, NumPy out).
         mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
     Example:
@@ -88,27 +106,30 @@ def box_blur(image, size, *, mode="reflect", cval=0.0, layout=None, method="auto
         >>> float(imgproc.box_blur(np.ones((4, 4), np.float32), 3).mean())
         1.0
     """
-    size = check_odd("size", size)
-    w = np.full(size, 1.0 / size, np.float32)
-    plan = plan_lowering(None, terms=[(w, w)], method=method, hints=hints)
+    sh, sw = check_odd_pair("size", size)
+    terms = [(np.full(sh, 1.0 / sh, np.float32), np.full(sw, 1.0 / sw, np.float32))]
+    plan = plan_lowering(None, terms=terms, method=method, hints=hints)
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
+@callers_type
 def gaussian_blur(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None, method="auto",
                   hints=None):
     """Gaussian blur of each channel.
 
     Matches ``scipy.ndimage.gaussian_filter(x, sigma, mode=mode, cval=cval,
     truncate=truncate)`` over the spatial axes only (sigma 0 on the channel/batch axes).
-    The kernel radius is ``int(truncate * sigma + 0.5)`` (scipy's rule) unless ``size``
-    (odd) is given; ``sigma`` is traced, so a new sigma with the same size does not
+    ``sigma`` may be a pair ``(rows, cols)``: ``gaussian_blur(x, (1, 3))`` is
+    ``scipy.ndimage.gaussian_filter(plane, (1, 3))`` per plane. The kernel radius is
+    ``int(truncate * sigma + 0.5)`` per axis (scipy's rule) unless ``size`` (odd, or a
+    pair of odd sides) is given; ``sigma`` is traced, so a new sigma with the same size does not
     recompile (inside ``jit``, give ``size``). ``sigma=0`` is the identity.
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
             bfloat16 or float32.
-        sigma: standard deviation in pixels, >= 0.
-        size: odd kernel side, or None for scipy's rule.
+        sigma: standard deviation in pixels, >= 0, or a pair ``(rows, cols)``.
+        size: odd kernel side or ``(height, width)``, or None for scipy's rule.
         truncate: radius in standard deviations when ``size`` is None.
         mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
@@ -131,6 +152,7 @@ def _sharpen_kernel(size, center):
     return (delta * (c + 1.0) - 1.0) / (c - (n - 1))
 
 
+@callers_type
 def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sharpen with :func:`imgproc.kernels.sharpen`: ``-1`` around ``center``, divided by the
     sum (default ``center = 2 * size²``: the seed chapter's 5×5 matrix). The mean is kept.
@@ -142,7 +164,10 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
         >>> round(float(imgproc.sharpen(np.full((6, 6), 0.5, np.float32)).max()), 5)
         0.5
     """
-    size = check_odd("size", size)
+    sh, sw = check_odd_pair("size", size)
+    if sh != sw:
+        raise ValueError(f"sharpen's kernel is square: size must be an odd int or a pair of equal sides; got {size!r}")
+    size = sh
     if center is None:
         center = 2.0 * size * size
     check_number("center", center, low=size * size - 1, low_open=True)
@@ -150,6 +175,7 @@ def sharpen(image, *, size=5, center=None, mode="reflect", cval=0.0, layout=None
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
+@callers_type
 def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Emboss with :func:`imgproc.kernels.emboss` (3×3, sums to 1: flat areas kept).
 
@@ -164,6 +190,7 @@ def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place):
     return x + amount * (x - blurred)
 
 
+@callers_type
 def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None,
                  method="auto", hints=None):
     """Unsharp masking: ``x + amount * (x - gaussian_blur(x, sigma))``, computed in float32
@@ -174,7 +201,7 @@ def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode=
     ``sigma=0`` is the identity.
     """
     check_number("amount", amount)
-    image, layout = _prepare(image, layout, mode)
+    image, layout, mode = _prepare(image, layout, mode)
     method, kernel, terms = _plan_gaussian(sigma, size, truncate, method, hints)
     traced = {
         "kernel": kernel,
@@ -191,6 +218,7 @@ def _edges_body(x, plans, cval, *, mode, methods, in_place):
     return jnp.sqrt(gy * gy + gx * gx)
 
 
+@callers_type
 def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sobel gradient magnitude per channel: ``hypot(sobel_y, sobel_x)``.
 
@@ -200,7 +228,7 @@ def edges(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=
     intermediate result with ``cval`` again, which differs when ``cval != 0``. uint8 input
     saturates at 255.
     """
-    image, layout = _prepare(image, layout, mode)
+    image, layout, mode = _prepare(image, layout, mode)
     plans = [plan_lowering(_kernels.sobel(a), method=method, hints=hints) for a in (0, 1)]
     traced = {"plans": [(k, t) for _, k, t in plans], "cval": jnp.asarray(cval, jnp.float32)}
     return apply_stage(_edges_body, image, layout, traced, hints=hints, mode=mode, methods=tuple(m for m, _, _ in plans))
@@ -227,6 +255,7 @@ def _apply_blur(image, params, *, layout, sigma_range=(0.1, 2.0), size=None, mod
     return gaussian_blur(image, params["sigma"], size=_blur_size(sigma_range, size), mode=mode, layout=layout, hints=hints)
 
 
+@callers_type
 def random_gaussian_blur(key, image, *, sigma_range=(0.1, 2.0), size=None, mode="reflect", layout=None, hints=None):
     """:func:`gaussian_blur` with ``sigma ~ U(sigma_range)``. The kernel side is static:
     ``size`` or, by default, scipy's rule for the largest sigma (``2 * int(4 * hi + 0.5) + 1``).
@@ -246,6 +275,7 @@ def _apply_sharpen(image, params, *, layout, size=5, mode="reflect", hints=None)
     return sharpen(image, center=params["center"], size=size, mode=mode, layout=layout, hints=hints)
 
 
+@callers_type
 def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="reflect", layout=None, hints=None):
     """:func:`sharpen` with the kernel's centre weight ``~ U(center_range)`` (smaller
     is stronger; must stay above ``size**2 - 1``; the seed chapter's 5x5 kernel has 50).
@@ -257,8 +287,14 @@ def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="refl
 def _gaussian_reach(options) -> int:
     size = options.get("size")
     if size is not None:
-        return int(size) // 2
-    return _kernels.gaussian_radius(float(options.get("sigma", 1.0)), options.get("truncate", 4.0))
+        return max(check_odd_pair("size", size)) // 2
+    sigma = options.get("sigma", 1.0)
+    sigmas = sigma if isinstance(sigma, (list, tuple)) else (sigma,)  # per axis
+    return max(_kernels.gaussian_radius(float(s), options.get("truncate", 4.0)) for s in sigmas)
+
+
+def _size_reach(options, default=None) -> int:
+    return max(check_odd_pair("size", options.get("size", default))) // 2
 
 
 def _kernel_reach(options) -> int:
@@ -274,9 +310,9 @@ def _kernel_option(options):
 OPS = (
     OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach),
     OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach),
-    OpInfo("box_blur", box_blur, radius=lambda o: int(o["size"]) // 2),
+    OpInfo("box_blur", box_blur, radius=_size_reach),
     OpInfo("gaussian_blur", gaussian_blur, radius=_gaussian_reach),
-    OpInfo("sharpen", sharpen, radius=lambda o: int(o.get("size", 5)) // 2),
+    OpInfo("sharpen", sharpen, radius=lambda o: _size_reach(o, 5)),
     OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach),
     OpInfo("emboss", emboss, radius=lambda o: 1),
     OpInfo("edges", edges, radius=lambda o: 1),

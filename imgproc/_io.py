@@ -16,7 +16,9 @@ stderr (libtiff, libpng through OpenCV, tifffile's log) run with that output cap
 dropped when it succeeds.
 
 Conversions on save (no hidden rescaling otherwise): float images are taken as values in
-[0, 1] and written as 8-bit ``round(255 x)`` saturated; uint16 is written at full depth to
+[0, 1] and written as 8-bit ``round(255 x)`` saturated; a float image clearly outside
+[0, 1] (max > 1.5 or min < -0.5: 0..255 floats) is refused, naming the fix
+(:func:`imgproc._validate.check_saved_float_range`); uint16 is written at full depth to
 PNG/TIFF (grey through Pillow, colour through OpenCV or tifffile, grey + alpha to PNG
 through imagecodecs) and scaled to 8 bits
 (``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
@@ -36,6 +38,7 @@ from PIL import Image
 
 from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
 from imgproc._native_stderr import captured, library_log
+from imgproc._validate import check_saved_float_range
 from imgproc.errors import OutputError, WriteError
 
 __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
@@ -242,7 +245,11 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
 
     Args:
         path: destination (``.jpg``, ``.jpeg``, ``.png``, ``.tif``, ``.tiff``, ``.webp``, ``.bmp``).
-        image: ``(H, W)`` or ``(H, W, C)`` with C in 1..4; uint8, uint16 or float in [0, 1].
+        image: ``(H, W)`` or ``(H, W, C)`` with C in 1..4; uint8, uint16 or float in [0, 1]
+            (NumPy or JAX). Floats are written as ``round(255 x)`` saturated, so a little
+            overshoot (a sharpened image) is clipped; values clearly outside [0, 1] (max >
+            1.5 or min < -0.5, e.g. 0..255 floats) are refused with a ValueError naming the
+            fix (``image / 255`` or ``.astype(np.uint8)``) instead of writing a white image.
         quality: JPEG/WebP quality, 1..100.
         overwrite: replace an existing file (atomically).
         source: the image's input file; writing over it is always refused.
@@ -251,12 +258,14 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
         icc_profile: ICC profile to embed (JPEG, PNG, WebP, TIFF); None writes none.
 
     Raises:
+        ValueError: a float image clearly outside [0, 1].
         OutputError: exists without ``overwrite``, same file as ``source``, unknown
             extension, folder missing or not writable (exit code 73).
         WriteError: I/O error while writing, e.g. disk full (exit code 74).
     """
     path = Path(path)
     fmt = output_format(path)
+    check_saved_float_range(image)
     if isinstance(quality, bool) or not isinstance(quality, (int, np.integer)) or not 1 <= quality <= 100:
         raise ValueError(f"quality must be an integer from 1 to 100; got {quality!r}")
     if source is not None and same_file(source, path):

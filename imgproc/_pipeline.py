@@ -36,8 +36,9 @@ from imgproc._arrays import dtype_max, spatial_axes, to_output
 from imgproc._checks import check_image, host_aligned
 from imgproc._random import image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
+from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
-from imgproc._validate import LAYOUT_NDIM, check_layout
+from imgproc._validate import LAYOUT_NDIM, check_key, check_layout
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -59,15 +60,16 @@ class Pipeline:
             (sides rounded up to a step of about 1/16 of the side, with at least ``reach``
             = the largest stage radius on every side), each stage
             re-extends the image from its true size with its boundary mode (so results
-            are exactly those of the unpadded image) and the output is cropped back and
-            returned as a NumPy array. Applies when every stage is local (has a radius);
+            are exactly those of the unpadded image) and the output is cropped back. Applies when every stage is local (has a radius);
             otherwise the pipeline runs at the exact size.
 
     Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
     it has random stages; ``return_params=True`` also returns what each stage drew (a
     tuple with one entry per stage: None for deterministic stages, a pytree of arrays
     with a leading batch axis for random ones), which :meth:`apply` replays. Output
-    shape and dtype equal the input's. On CPU a concrete batch whose random stages loop
+    shape and dtype equal the input's; its type is the caller's (:mod:`imgproc._types`):
+    NumPy (or a list) in gives a writable NumPy array, a ``jax.Array`` gives a
+    ``jax.Array``, the same for buckets, chunks and the per-core split. On CPU a concrete batch whose random stages loop
     per image is run as one slice per core, in threads (:mod:`imgproc._execution`); the
     result is the same array.
 
@@ -133,12 +135,18 @@ class Pipeline:
     def __setstate__(self, state):
         self.__init__(state["spec"], layout=state["layout"], bucket=state["bucket"])
 
+    @callers_type
     def __call__(self, images, *, key=None, indices=None, return_params=False):
-        """Run on ``images``; random stages draw from ``key`` (see the class docstring)."""
+        """Run on ``images``; random stages draw from ``key`` (see the class docstring): a
+        ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``."""
         if self.is_random and key is None:
-            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(...)")
+            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(seed) "
+                             "(or an int seed, key=0)")
+        if key is not None:
+            key = check_key(key)
         return self._call(images, key=key, indices=indices, params=None, return_params=return_params)
 
+    @callers_type
     def apply(self, images, params, *, indices=None):
         """Run with the parameters a call with ``return_params=True`` returned, instead of
         drawing them: ``pipe.apply(x, pipe(x, key=k, return_params=True)[1])`` equals
@@ -160,7 +168,7 @@ class Pipeline:
             indices = jnp.arange(images.shape[0] if batched else 1)
         if indices is not None:
             indices = jnp.asarray(indices)
-        if self.bucket:
+        if self.bucket and not isinstance(images, jax.core.Tracer):  # traced: the exact size
             out = self._bucketed(images, layout)
             return (out, (None,) * len(self.stages)) if return_params else out
         parts = _execution.loop_parts(images, loops=loops_over_images(self.stages), batched=batched,

@@ -45,7 +45,7 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     """Draw and apply a random op on one image (``key`` as is) or a batch (NHWC/NCHW:
     image ``i`` draws from ``stage_key(key, i)``). ``options`` go to whichever of
     ``sample`` and ``apply`` (or ``run_batch`` for a batch) names them."""
-    check_key(key)
+    key = check_key(key)
     image, layout = check_image(image, layout)
     image = jnp.asarray(image)
     inner = image_layout(layout)

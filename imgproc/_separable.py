@@ -311,7 +311,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
       second pass sums the interior and puts the strips' results over its border
       columns (:func:`_assemble`).
     """
-    check_mode(mode)
+    mode = check_mode(mode)
     x = _as_planes(planes)
     cval_after = cval if cval_after is None else cval_after
     n1, t1 = _terms_1d(k_rows)
@@ -373,7 +373,7 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     every plane ``p`` (``origin=0``), as float32. ``kernel2d`` may be concrete or traced;
     only its static shape is used. ``in_place`` as for :func:`correlate_separable`.
     """
-    check_mode(mode)
+    mode = check_mode(mode)
     x = _as_planes(planes)
     (kh, kw), terms = _terms_2d(kernel2d)
     H, W = x.shape[1], x.shape[2]

@@ -2,17 +2,32 @@
 
 Every check raises ``ValueError`` with a message naming the argument and the allowed
 values, eagerly, before anything is traced. Traced values (inside ``jax.jit``) cannot be
-inspected and pass through unchanged. A leaf module: it imports no other imgproc module.
+inspected and pass through unchanged. A leaf module: it imports no other imgproc module
+than :mod:`imgproc.errors` (itself a leaf).
 """
 
 from __future__ import annotations
+
+import os
+import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc.errors import LayoutWarning
+
 # scipy.ndimage's boundary modes (imgproc._boundary implements them)
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
+# scipy's grid-* names: for filters (ndimage.correlate, gaussian_filter, uniform_filter)
+# scipy computes exactly the same as these modes (verified in tests/test_first_contact.py)
+MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap", "grid-constant": "constant"}
+# modes of the geometry ops (sample, rotate, translate): scipy.ndimage's interpolation names.
+# Their "wrap" is scipy's "grid-wrap"; "grid-mirror" is "reflect"; "grid-constant" (cval
+# beyond the edge, interpolated with it) differs from "constant" and is its own mode.
+SAMPLE_MODES = ("constant", "nearest", "reflect", "mirror", "wrap", "grid-constant")
+SAMPLE_MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap"}
 # lowerings of a correlation (imgproc._convolution)
 METHODS = ("auto", "separable", "direct", "conv", "convolve2d")
 LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
@@ -22,18 +37,26 @@ DTYPES = ("uint8", "uint16", "float16", "bfloat16", "float32")
 
 __all__ = [
     "DTYPES",
+    "MODE_ALIASES",
+    "SAMPLE_MODES",
     "LAYOUTS",
     "METHODS",
     "MODES",
     "check_choice",
     "check_dtype",
     "check_layout",
+    "check_list_values",
+    "check_same_range",
+    "check_saved_float_range",
+    "check_sample_mode",
     "check_method",
     "check_mode",
     "check_key",
     "check_number",
     "check_odd",
     "check_per_image",
+    "check_odd_pair",
+    "check_sigma_pair",
     "check_range",
     "check_size_pair",
     "is_traced",
@@ -122,6 +145,27 @@ def check_per_image(name, value, *, low_open=False, allow_none=False):
         bound = "> 0" if low_open else ">= 0"
         raise ValueError(f"{name} must be a finite number {bound}{' or None' if allow_none else ''}; got {value!r}")
     return value
+def check_odd_pair(name, size) -> tuple[int, int]:
+    """An odd int or a pair ``(height, width)`` of odd ints (scipy's per-axis ``size``), as a
+    tuple of ints."""
+    if isinstance(size, (list, tuple, np.ndarray)):
+        if len(size) != 2:
+            raise ValueError(f"{name} must be an odd int or a pair (height, width) of odd ints; got {size!r}")
+        return check_odd(f"{name}[0]", size[0]), check_odd(f"{name}[1]", size[1])
+    s = check_odd(name, size)
+    return s, s
+
+
+def check_sigma_pair(name, sigma):
+    """A sigma >= 0, or a pair ``(rows, cols)`` of them (scipy's per-axis sigma): returns the
+    pair. Traced values pass through (a traced pair is an array of shape (2,))."""
+    shape = np.shape(sigma) if not is_traced(sigma) or hasattr(sigma, "shape") else ()
+    if shape == ():
+        check_number(name, sigma, low=0)
+        return sigma, sigma
+    if shape != (2,):
+        raise ValueError(f"{name} must be a number or a pair (rows, cols); got {sigma!r}")
+    return check_number(f"{name}[0]", sigma[0], low=0), check_number(f"{name}[1]", sigma[1], low=0)
 
 
 def check_size_pair(name, size) -> tuple[int, int]:
@@ -139,17 +183,34 @@ def check_size_pair(name, size) -> tuple[int, int]:
 
 
 def check_key(key):
-    """A JAX PRNG key (``jax.random.key(seed)``); refuses ``None`` with how to make one."""
+    """A JAX PRNG key: ``jax.random.key(seed)`` (or a legacy ``jax.random.PRNGKey``); a
+    Python or NumPy int is taken as the seed, ``jax.random.key(seed)``. Refuses ``None`` and
+    anything else with how to make a key."""
+    if _is_int(key):
+        return jax.random.key(int(key))
     if key is None:
-        raise ValueError("a random op needs a key: jax.random.key(seed)")
+        raise ValueError("a random op needs a key: key=jax.random.key(seed) (or an int seed, key=0)")
+    if not hasattr(key, "dtype") or not hasattr(key, "shape"):
+        raise ValueError(f"key must be a JAX PRNG key, jax.random.key(seed), or an int seed; got {type(key).__name__}")
     return key
 
 
 def check_mode(mode: str) -> str:
-    """One of :data:`MODES` (scipy.ndimage's names)."""
+    """One of :data:`MODES` (scipy.ndimage's names) or a ``grid-*`` alias of
+    :data:`MODE_ALIASES`; returns the canonical name (``"grid-wrap"`` -> ``"wrap"``)."""
+    if isinstance(mode, str) and mode in MODE_ALIASES:
+        return MODE_ALIASES[mode]
     if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        raise ValueError(f"mode must be one of {', '.join(MODES + tuple(MODE_ALIASES))}; got {mode!r}")
     return mode
+
+
+def check_sample_mode(mode: str) -> str:
+    """A geometry op's mode (:data:`SAMPLE_MODES` or an alias of
+    :data:`SAMPLE_MODE_ALIASES`), as its canonical name."""
+    if isinstance(mode, str) and mode in SAMPLE_MODE_ALIASES:
+        return SAMPLE_MODE_ALIASES[mode]
+    return check_choice("mode", mode, SAMPLE_MODES + tuple(SAMPLE_MODE_ALIASES))
 
 
 def check_method(method: str) -> str:
@@ -159,12 +220,25 @@ def check_method(method: str) -> str:
     return method
 
 
-def check_layout(layout, ndim: int) -> str:
-    """``layout`` for an array of ``ndim`` dimensions (``None`` infers HW, HWC or NHWC)."""
+# channel counts a channel-first array has on its channel axis (LayoutWarning)
+_FEW_CHANNELS = (1, 3, 4)
+
+
+def check_layout(layout, ndim: int, shape=None) -> str:
+    """``layout`` for an array of ``ndim`` dimensions (``None`` infers HW, HWC or NHWC).
+    With the array's ``shape``, an inferred layout that looks channel-first (see
+    :class:`imgproc.errors.LayoutWarning`) warns, naming ``layout="CHW"`` / ``"NCHW"``."""
     if layout is None:
         if ndim not in _INFERRED_LAYOUT:
             raise ValueError(f"image must have 2 (HW), 3 (HWC) or 4 (NHWC) dimensions; got ndim={ndim}")
-        return _INFERRED_LAYOUT[ndim]
+        inferred = _INFERRED_LAYOUT[ndim]
+        if shape is not None and ndim in (3, 4) and shape[ndim - 3] in _FEW_CHANNELS and shape[-1] > 4:
+            first = "CHW" if ndim == 3 else "NCHW"
+            warnings.warn(
+                f"an image of shape {tuple(shape)} without layout= is read as {inferred}, with {shape[-1]} channels; "
+                f"if it is channel-first, pass layout={first!r} (layout={inferred!r} silences this warning)",
+                LayoutWarning, stacklevel=_user_stacklevel())
+        return inferred
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {', '.join(LAYOUTS)} or None; got {layout!r}")
     if LAYOUT_NDIM[layout] != ndim:
@@ -172,9 +246,77 @@ def check_layout(layout, ndim: int) -> str:
     return layout
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside imgproc, for a warning issued by the
+    caller of this function."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def check_dtype(dtype):
-    """``dtype`` if it is one of :data:`DTYPES`."""
+    """``dtype`` if it is one of :data:`DTYPES` (float64 is converted before this check by
+    :func:`imgproc._types.as_input`)."""
     dt = jnp.dtype(dtype)
     if dt.name not in DTYPES:
-        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)}; got {dt.name}")
+        hint = ""
+        if dt.kind in "iu":
+            hint = (" (the value range of an integer array of this type is ambiguous: convert it, e.g. "
+                    "x.astype(np.uint8) for 0..255 data or x.astype(np.float32) / x.max() for 0..1)")
+        elif dt.kind == "b":
+            hint = " (convert a mask with x.astype(np.uint8) * 255 or x.astype(np.float32))"
+        raise ValueError(f"image dtype must be one of {', '.join(DTYPES)} or float64; got {dt.name}{hint}")
     return dt
+
+
+def check_list_values(array) -> np.dtype:
+    """The dtype a Python list of integers becomes: uint8 when every value is in 0..255,
+    uint16 when in 0..65535; other values are refused."""
+    lo, hi = (int(array.min()), int(array.max())) if array.size else (0, 0)
+    if lo >= 0 and hi <= 255:
+        return np.dtype(np.uint8)
+    if lo >= 0 and hi <= 65535:
+        return np.dtype(np.uint16)
+    raise ValueError(f"a list of integers must hold values in 0..255 (uint8) or 0..65535 (uint16); got {lo}..{hi}. "
+                     "Pass a NumPy array of an accepted dtype (uint8, uint16, float32 in [0, 1])")
+
+
+def _range_name(dtype) -> str:
+    dt = np.dtype(dtype)
+    return f"0..{np.iinfo(dt).max}" if dt.kind in "iu" else "0..1"
+
+
+def check_same_range(reference, image) -> None:
+    """Refuse two images whose dtypes imply different value ranges (uint8 0..255 against a
+    float 0..1 image): a metric of the two would be meaningless (psnr: about 5 dB)."""
+    a, b = np.dtype(reference.dtype), np.dtype(image.dtype)
+    if _range_name(a) != _range_name(b):
+        raise ValueError(
+            f"reference is {a.name} ({_range_name(a)}) but image is {b.name} ({_range_name(b)}): convert one to the "
+            "other's range first, e.g. skimage.img_as_float(x) or (x * 255).round().astype(np.uint8), "
+            "or pass data_range= if the values really share one range")
+
+
+# A float image to save must look like [0, 1]: filters overshoot a little (sharpen, unsharp
+# masking) and that is clipped on save, but values beyond these are another range (0..255
+# floats, what ``uint8_image.astype(np.float32)`` or a pipeline's float32 gives), which
+# saturation would turn white (or black).
+SAVE_FLOAT_MAX = 1.5
+SAVE_FLOAT_MIN = -0.5
+
+
+def check_saved_float_range(array) -> None:
+    """Refuse a float image to be saved whose values are clearly outside [0, 1] (max >
+    :data:`SAVE_FLOAT_MAX` or min < :data:`SAVE_FLOAT_MIN`), naming the fix."""
+    a = np.asarray(array)
+    if a.dtype.kind != "f" and a.dtype.name != "bfloat16" or a.size == 0:
+        return
+    a = a.astype(np.float32, copy=False)
+    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+    if hi > SAVE_FLOAT_MAX or lo < SAVE_FLOAT_MIN:
+        raise ValueError(
+            f"a float image is saved as values in [0, 1], but this one holds {lo:g}..{hi:g} (it would come out "
+            f"{'white' if hi > SAVE_FLOAT_MAX else 'black'}): for 0..255 data pass image / 255, or "
+            "np.clip(image, 0, 255).round().astype(np.uint8); for 0..65535 data, image / 65535")

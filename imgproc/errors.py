@@ -9,6 +9,7 @@ __all__ = [
     "OutputError",
     "WriteError",
     "ImgprocWarning",
+    "LayoutWarning",
 ]
 
 
@@ -51,3 +52,11 @@ class WriteError(ImgprocError, OSError):
 class ImgprocWarning(UserWarning):
     """Something odd but not fatal about an input (first frame only, corrupt EXIF ignored,
     truncated file decoded with allow_truncated)."""
+
+
+class LayoutWarning(ImgprocWarning):
+    """An array given without ``layout=`` whose inferred layout is implausible: a 3-D
+    array with 1, 3 or 4 on its first axis and more than 4 on its last (HWC would mean
+    that many channels) looks channel-first (``layout="CHW"``); a 4-D one with 1, 3 or 4
+    on axis 1 and more than 4 on its last looks like ``layout="NCHW"``. A warning, not an
+    error: naming the layout (``layout="HWC"`` too) silences it."""

@@ -31,6 +31,7 @@ from imgproc._arrays import resolve_max, to_bhwc, to_output
 from imgproc._boundary import index_map, pad_axis
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
+from imgproc._types import callers_type
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
@@ -121,6 +122,7 @@ def _estimate_sigma(image, *, layout):
     return sigma_nhwc(_to_nhwc(image.astype(jnp.float32), layout))
 
 
+@callers_type
 def estimate_sigma(image, *, max_value=None, layout=None):
     """Estimate the standard deviation of additive Gaussian noise, per image.
 
@@ -246,6 +248,7 @@ def _median(image, *, size, mode, layout):
     return y.reshape(image.shape)
 
 
+@callers_type
 def median(image, *, size=3, mode="reflect", layout=None):
     """Median over a ``size``×``size`` window, per channel.
 
@@ -300,6 +303,7 @@ def _impulse_fraction(image, max_value, *, layout):
     return _impulse_mask(x, med, max_value).mean(axis=(1, 2, 3))
 
 
+@callers_type
 def impulse_fraction(image, *, max_value=None, layout=None):
     """Fraction of samples (pixels × channels) that look like salt-and-pepper impulses.
 
@@ -421,6 +425,7 @@ def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
     return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
 
 
+@callers_type
 def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="reflect", max_value=None, layout=None):
     """Non-local means, the fast (shifted-difference) form.
 
@@ -528,6 +533,7 @@ def _tv_chambolle(image, weight, eps, n_iter, *, layout):
     return to_output(y.reshape(image.shape), image.dtype)
 
 
+@callers_type
 def tv_chambolle(image, *, weight=0.1, n_iter=200, eps=2e-4, max_value=None, layout=None):
     """Total-variation denoising (Chambolle's projection algorithm), per channel.
 
@@ -611,6 +617,7 @@ def _bilateral(image, sigma_color, sigma_spatial, *, r, mode, layout):
     return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
 
 
+@callers_type
 def bilateral(image, *, sigma_color, sigma_spatial, size=None, mode="reflect", layout=None):
     """Bilateral filter with OpenCV's definition.
 
@@ -757,6 +764,7 @@ _METHODS = {
 }
 
 
+@callers_type
 def denoise(image, *, method="auto", sigma=None, max_value=None, layout=None, **options):
     """Denoise with one of :data:`DENOISE_METHODS`.
 

@@ -56,6 +56,20 @@ CASES = [
         keeps_mean=True,
         separable=True,
     ),
+    Case(  # scipy's per-axis sigma: (rows, cols)
+        "gaussian_blur_per_axis",
+        lambda x, **o: imgproc.gaussian_blur(x, (0.8, 2.0), **o),
+        lambda p, mode, cval: ndi.gaussian_filter(p, (0.8, 2.0), mode=mode, cval=cval),
+        keeps_mean=True,
+        separable=True,
+    ),
+    Case(  # scipy's per-axis size: (height, width)
+        "box_blur_per_axis",
+        lambda x, **o: imgproc.box_blur(x, (3, 7), **o),
+        lambda p, mode, cval: ndi.uniform_filter(p, (3, 7), mode=mode, cval=cval),
+        keeps_mean=True,
+        separable=True,
+    ),
     Case(
         "sharpen",
         lambda x, **o: imgproc.sharpen(x, **o),
@@ -86,6 +100,9 @@ CASES = [
     ),
 ]
 CASE_IDS = [c.name for c in CASES]
+
+# scipy's grid-* mode names, which its filters compute exactly as these modes
+GRID_MODES = {"grid-mirror": "reflect", "grid-wrap": "wrap", "grid-constant": "constant"}
 
 
 def reference(case: Case, image_hwc: np.ndarray, mode: str, cval: float = 0.0) -> np.ndarray:

@@ -418,7 +418,7 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     assert loop_parts(split, x, KEY, jnp.arange(n), "NHWC") == 2
     for k in (KEY, jax.random.key(5)):
         got = split(x, key=k)
-        assert isinstance(got, jax.Array) and got.dtype == np.uint8 and got.shape == x.shape
+        assert isinstance(got, np.ndarray) and got.dtype == np.uint8 and got.shape == x.shape  # NumPy in, NumPy out
         np.testing.assert_array_equal(np.asarray(got), np.asarray(one(x, key=k)))
     np.testing.assert_array_equal(np.asarray(split(x, key=KEY, indices=np.arange(n) + 3)),
                                   np.asarray(one(x, key=KEY, indices=np.arange(n) + 3)))

@@ -7,6 +7,11 @@ uses ``jax.random.fold_in(key, i)``. In an :class:`imgproc.Pipeline`, image ``i`
 batch and stage ``s`` use ``fold_in(fold_in(key, indices[i]), s)``, so a sample's result
 depends only on (key, index): never on the batch size or split, the device or worker count.
 
+Every op returns the caller's array type (NumPy or a list in: a writable NumPy array out;
+a ``jax.Array`` in: a ``jax.Array`` out) and accepts what the filters accept (float64
+computed in float32 and returned as float64); see :mod:`imgproc._types`. An int ``key`` is
+a seed, ``jax.random.key(key)``.
+
 All ops are also pipeline stages (``{"op": "random_hue"}`` works with its defaults; every
 option is a keyword of the function). Shape-setting options (``size``, ``mode``,
 ``layout``, ``strategy``) are static; numeric ones are traced.

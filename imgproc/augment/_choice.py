@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._types import callers_type
 from imgproc._random import run_random_op
 from imgproc._stages import LoweringHints, OpInfo, Stage, register_ops
 from imgproc._validate import check_choice, check_number, is_traced
@@ -175,6 +176,7 @@ def _choice_batch(params, images, *, layout, ops, strategy=None, group_size=16, 
     return _run_batch(_branches(ops), params, images, layout, strategy, group_size, max_value, hints)
 
 
+@callers_type
 def random_choice(key, image, ops, *, weights=None, strategy=None, group_size=16, layout=None):
     """Apply one of ``ops``, drawn with probabilities ``weights / sum(weights)`` (uniform by
     default), built on ``lax.switch``.
@@ -228,6 +230,7 @@ def _apply_batch(params, images, *, layout, stage, strategy=None, group_size=16,
     return _run_batch(_branches([_identity, stage], "stage"), params, images, layout, strategy, group_size, max_value, hints)
 
 
+@callers_type
 def random_apply(key, image, stage, *, p=0.5, strategy=None, group_size=16, layout=None):
     """Apply ``stage`` with probability ``p`` (traced), else return the image unchanged.
 

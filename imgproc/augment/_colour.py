@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from imgproc._types import callers_type
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
@@ -27,6 +28,7 @@ def _channel_split(x, layout):
     return [jnp.take(x, i, axis=ax) for i in range(3)], ax
 
 
+@callers_type
 def rgb_to_hsv(image, *, layout=None):
     """RGB to HSV, float32, the definition of ``dm_pix.rgb_to_hsv`` (as ``tf.image.rgb_to_hsv``):
     hue in [0, 1), saturation = (max - min) / max, value = max (in the image's own range).
@@ -76,6 +78,7 @@ def _hsv_to_rgb(hue, saturation, value):
     return tuple(value * (one_minus_s + saturation * d) for d in (dr, dg, db))
 
 
+@callers_type
 def hsv_to_rgb(image, *, layout=None):
     """HSV to RGB, float32, the inverse of :func:`rgb_to_hsv` (``dm_pix.hsv_to_rgb``). The hue
     is taken modulo 1 first (a hue of 1.2 is 0.2), as dm-pix and TensorFlow do.
@@ -100,6 +103,7 @@ def _hsv_op(image, layout, name, fn):
     return back(jnp.stack(_hsv_to_rgb(h, s, v), axis=ax), image.dtype)
 
 
+@callers_type
 def adjust_hue(image, delta, *, layout=None):
     """Rotate the hue by ``delta`` turns (``delta`` in [-1, 1]; 0.5 is half a turn).
 
@@ -111,6 +115,7 @@ def adjust_hue(image, delta, *, layout=None):
     return _hsv_op(image, layout, "adjust_hue", lambda h, s, v: (jnp.mod(h + d, 1.0), s, v))
 
 
+@callers_type
 def adjust_saturation(image, factor, *, layout=None):
     """Scale the HSV saturation by ``factor`` (clipped to [0, 1]): ``dm_pix.adjust_saturation``
     (TF's ``tf.image.adjust_saturation``). Any value range; RGB only."""
@@ -119,6 +124,7 @@ def adjust_saturation(image, factor, *, layout=None):
     return _hsv_op(image, layout, "adjust_saturation", lambda h, s, v: (h, jnp.clip(s * f, 0.0, 1.0), v))
 
 
+@callers_type
 def adjust_brightness(image, delta, *, max_value=None, layout=None):
     """Add ``delta * max_value`` to every pixel (``delta`` is a fraction of the range).
 
@@ -138,6 +144,7 @@ def adjust_brightness(image, delta, *, max_value=None, layout=None):
     return back(y, image.dtype)
 
 
+@callers_type
 def adjust_contrast(image, factor, *, layout=None):
     """``(x - mean) * factor + mean`` with the per-image, per-channel mean over H and W:
     ``dm_pix.adjust_contrast`` (TF's ``tf.image.adjust_contrast``). For a batch, each image
@@ -166,6 +173,7 @@ def _spatial_mean(x, layout):
     return jnp.mean(x, axis=spatial_axes(layout), keepdims=True)
 
 
+@callers_type
 def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
     """``gain * max_value * (clip(x, 0, max_value) / max_value) ** gamma``; with
     ``max_value=1`` this is ``dm_pix.adjust_gamma`` (which clips the input to [0, 1]
@@ -185,6 +193,7 @@ def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
     return back(y, image.dtype)
 
 
+@callers_type
 def rgb_to_grayscale(image, *, keep_channels=True, layout=None):
     """Luma ``0.2989 R + 0.5870 G + 0.1140 B`` (``dm_pix.rgb_to_grayscale``, ITU-R 601-2).
 
@@ -255,6 +264,7 @@ def _apply_grayscale(image, params, *, layout):
     return maybe(params["gray"], lambda x: rgb_to_grayscale(x, layout=layout), jnp.asarray(image))
 
 
+@callers_type
 def random_brightness(key, image, *, max_delta=0.2, max_value=None, layout=None):
     """:func:`adjust_brightness` by ``delta ~ U(-max_delta, max_delta)`` (``dm_pix.random_brightness``).
     Parameters: ``{"delta"}``."""
@@ -262,24 +272,28 @@ def random_brightness(key, image, *, max_delta=0.2, max_value=None, layout=None)
                          max_value=max_value)
 
 
+@callers_type
 def random_contrast(key, image, *, lower=0.8, upper=1.2, layout=None):
     """:func:`adjust_contrast` by ``factor ~ U(lower, upper)`` (``dm_pix.random_contrast``).
     Parameters: ``{"factor"}``."""
     return run_random_op(_factor_params, _apply_contrast, key, image, layout=layout, lower=lower, upper=upper)
 
 
+@callers_type
 def random_saturation(key, image, *, lower=0.8, upper=1.2, layout=None):
     """:func:`adjust_saturation` by ``factor ~ U(lower, upper)`` (``dm_pix.random_saturation``).
     Parameters: ``{"factor"}``."""
     return run_random_op(_factor_params, _apply_saturation, key, image, layout=layout, lower=lower, upper=upper)
 
 
+@callers_type
 def random_hue(key, image, *, max_delta=0.1, layout=None):
     """:func:`adjust_hue` by ``delta ~ U(-max_delta, max_delta)``, ``max_delta`` in [0, 0.5]
     (``dm_pix.random_hue``). Parameters: ``{"delta"}``."""
     return run_random_op(_hue_params, _apply_hue, key, image, layout=layout, max_delta=max_delta)
 
 
+@callers_type
 def random_gamma(key, image, *, min_gamma=0.8, max_gamma=1.25, gain=1.0, max_value=None, layout=None):
     """:func:`adjust_gamma` with ``gamma ~ U(min_gamma, max_gamma)`` (``dm_pix.random_gamma``).
     Parameters: ``{"gamma"}``."""
@@ -287,6 +301,7 @@ def random_gamma(key, image, *, min_gamma=0.8, max_gamma=1.25, gain=1.0, max_val
                          max_gamma=max_gamma, gain=gain, max_value=max_value)
 
 
+@callers_type
 def random_grayscale(key, image, *, p=0.1, layout=None):
     """With probability ``p``, :func:`rgb_to_grayscale` (three equal channels); else unchanged.
     The default ``p=0.1`` is ``torchvision.transforms.RandomGrayscale``'s. Parameters:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from imgproc._types import callers_type
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op
@@ -26,6 +27,7 @@ def _box_mask(shape, layout, top, left, height, width):
     return (inr[:, None] & inc[None, :]).reshape(mshape)
 
 
+@callers_type
 def erase(image, top, left, height, width, *, value=0.0, layout=None):
     """Set the box ``rows [top, top + height) x cols [left, left + width)`` to ``value``
     (a number or one value per channel, in the image's own range); box bounds may be traced.
@@ -82,6 +84,7 @@ def _apply_erasing(image, params, *, layout, value=0.0, max_value=None):
     return maybe(params["erase"], erased, x)
 
 
+@callers_type
 def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, max_value=None, layout=None):
     """``torchvision.transforms.RandomErasing``: with probability ``p`` erase a box of area
     ``U(scale) * H * W`` and aspect ``exp(U(log ratio))`` at a uniform position, filled with

@@ -12,17 +12,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._types import callers_type
 from imgproc._arrays import spatial_axes
 from imgproc._boundary import source_index
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
-from imgproc._validate import check_choice, check_number, check_range, check_size_pair
+from imgproc._validate import SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair
 from imgproc.augment._common import back, draw_box, hw, to_float
 
-SAMPLE_MODES = ("constant", "nearest", "reflect", "mirror", "wrap")
 
 
+@callers_type
 def flip_left_right(image, *, layout=None):
     """Mirror the columns (W axis). Any layout; shape and dtype kept.
 
@@ -37,12 +38,14 @@ def flip_left_right(image, *, layout=None):
     return jnp.flip(jnp.asarray(image), spatial_axes(layout)[1])
 
 
+@callers_type
 def flip_up_down(image, *, layout=None):
     """Mirror the rows (H axis). Any layout; shape and dtype kept. Matches ``np.flip(image, axis=H)``."""
     image, layout = check_image(image, layout)
     return jnp.flip(jnp.asarray(image), spatial_axes(layout)[0])
 
 
+@callers_type
 def rot90(image, *, k=1, layout=None):
     """Rotate by ``k`` quarter turns counter-clockwise (``np.rot90(image, k, axes=(H, W))``).
 
@@ -67,6 +70,7 @@ def _fitting_size(size, shape, layout):
     return sh, sw
 
 
+@callers_type
 def crop(image, top, left, *, size, layout=None):
     """Cut the ``size = (height, width)`` window whose top-left pixel is ``(top, left)``.
 
@@ -86,6 +90,7 @@ def crop(image, top, left, *, size, layout=None):
     return jax.lax.dynamic_slice_in_dim(x, jnp.asarray(left, jnp.int32), sw, axis=b)
 
 
+@callers_type
 def resized_crop(image, top, left, height, width, *, size, antialias=True, layout=None):
     """Crop the box ``(top, left, height, width)`` (pixels, may be fractional and traced) and
     resize it to the static ``size = (out_height, out_width)`` with linear interpolation.
@@ -111,18 +116,21 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
     return back(y, image.dtype)
 
 
+@callers_type
 def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     """Bilinear sampling of ``image`` at float coordinates ``rows``, ``cols`` (each of the
     output's (H', W') shape), every channel at once.
 
     Matches ``scipy.ndimage.map_coordinates(plane, [rows, cols], order=1, mode=m)`` per 2-D
     plane, with ``m`` = ``mode`` for ``constant`` (a point outside ``[0, n - 1]`` by any
-    amount gets ``cval``; no interpolation beyond the edge), ``nearest``, ``reflect`` and
-    ``mirror``, and ``grid-wrap`` for ``wrap``. Out-of-image neighbours are found with the
-    filters' boundary rule (:func:`imgproc._boundary.source_index`).
+    amount gets ``cval``; no interpolation beyond the edge), ``grid-constant`` (neighbours
+    outside the image are ``cval``, interpolated with those inside), ``nearest``,
+    ``reflect`` (alias ``grid-mirror``) and ``mirror``, and ``grid-wrap`` for ``wrap`` (both
+    names accepted). Out-of-image neighbours are found with the filters' boundary rule
+    (:func:`imgproc._boundary.source_index`).
     """
     image, layout = check_image(image, layout)
-    check_choice("mode", mode, SAMPLE_MODES)
+    mode = check_sample_mode(mode)
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
@@ -130,13 +138,18 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     fr, fc = rows - r0f, cols - c0f
     r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
     extra = (1,) * (x.ndim - 2)
-    index_mode = "nearest" if mode == "constant" else mode  # constant: masked below
+    index_mode = "nearest" if mode in ("constant", "grid-constant") else mode  # masked below
+    fill = jnp.asarray(cval, jnp.float32)
     out = 0.0
     for dr, wr in ((0, 1 - fr), (1, fr)):
         ri = source_index(r0 + dr, h, index_mode, jnp)
         for dc, wc in ((0, 1 - fc), (1, fc)):
             ci = source_index(c0 + dc, w, index_mode, jnp)
-            out = out + (wr * wc).reshape(wr.shape + extra) * x[ri, ci]
+            value = x[ri, ci]
+            if mode == "grid-constant":  # a neighbour outside the image is cval
+                outside = (r0 + dr < 0) | (r0 + dr > h - 1) | (c0 + dc < 0) | (c0 + dc > w - 1)
+                value = jnp.where(outside.reshape(outside.shape + extra), fill, value)
+            out = out + (wr * wc).reshape(wr.shape + extra) * value
     if mode == "constant":
         inside = (rows >= 0) & (rows <= h - 1) & (cols >= 0) & (cols <= w - 1)
         out = jnp.where(inside.reshape(inside.shape + extra), out, jnp.asarray(cval, jnp.float32))
@@ -161,6 +174,7 @@ def _cos_sin_degrees(angle):
     return cos, sin
 
 
+@callers_type
 def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
     """Rotate by ``angle`` degrees counter-clockwise about the image centre, keeping the shape.
 
@@ -185,6 +199,7 @@ def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
     return sample(image, rows, cols, mode=mode, cval=cval, layout=layout)
 
 
+@callers_type
 def translate(image, dy, dx, *, mode="constant", cval=0.0, layout=None):
     """Shift the content by ``(dy, dx)`` pixels (down, right; may be fractional and traced).
 
@@ -220,6 +235,7 @@ def _apply_flip_up_down(image, params, *, layout):
     return maybe(params["flip"], lambda x: flip_up_down(x, layout=layout), jnp.asarray(image))
 
 
+@callers_type
 def random_flip_left_right(key, image, *, p=0.5, layout=None):
     """Flip left-right with probability ``p`` (:func:`flip_left_right`). One image, or a batch
     (image ``i`` drawn with ``fold_in(key, i)``), any layout; shape and dtype kept.
@@ -227,6 +243,7 @@ def random_flip_left_right(key, image, *, p=0.5, layout=None):
     return run_random_op(_flip_params, _apply_flip_left_right, key, image, layout=layout, p=p)
 
 
+@callers_type
 def random_flip_up_down(key, image, *, p=0.5, layout=None):
     """Flip up-down with probability ``p`` (:func:`flip_up_down`). Parameters: ``{"flip": bool}``."""
     return run_random_op(_flip_params, _apply_flip_up_down, key, image, layout=layout, p=p)
@@ -247,6 +264,7 @@ def _apply_rot90(image, params, *, layout):
     return jax.lax.switch(params["k"], [lambda: x, lambda: jnp.flip(t, a), lambda: jnp.flip(x, (a, b)), lambda: jnp.flip(t, b)])
 
 
+@callers_type
 def random_rot90(key, image, *, layout=None):
     """Rotate by ``k`` quarter turns, ``k`` uniform in {0, 1, 2, 3} (:func:`rot90`). The image
     must be square (a quarter turn of a non-square image changes its shape).
@@ -272,6 +290,7 @@ def _apply_crop(image, params, *, layout, size=None):
     return crop(image, params["top"], params["left"], size=_crop_size(size, image.shape, layout), layout=layout)
 
 
+@callers_type
 def random_crop(key, image, *, size=None, layout=None):
     """Crop a ``size = (height, width)`` window at a uniform random position (every window
     equally likely); ``size=None`` crops 7/8 of each side (224 of 256). :func:`crop`.
@@ -293,6 +312,7 @@ def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
                         antialias=antialias, layout=layout)
 
 
+@callers_type
 def random_resized_crop(key, image, *, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), antialias=True, layout=None):
     """Inception-style crop: a box of area ``U(scale) * H * W`` and aspect ``exp(U(log
     ratio))``, resized to ``size`` (default: the input's size). :func:`resized_crop`.
@@ -315,10 +335,11 @@ def _apply_rotate(image, params, *, layout, mode="constant", cval=0.0):
     return rotate(image, params["angle"], mode=mode, cval=cval, layout=layout)
 
 
+@callers_type
 def random_rotate(key, image, *, max_degrees=15.0, mode="constant", cval=0.0, layout=None):
     """Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).
     Parameters: ``{"angle": degrees}``."""
-    check_choice("mode", mode, SAMPLE_MODES)
+    check_sample_mode(mode)
     return run_random_op(_rotate_params, _apply_rotate, key, image, layout=layout, max_degrees=max_degrees,
                          mode=mode, cval=cval)
 
@@ -337,10 +358,11 @@ def _apply_translate(image, params, *, layout, mode="constant", cval=0.0):
     return translate(image, params["dy"], params["dx"], mode=mode, cval=cval, layout=layout)
 
 
+@callers_type
 def random_translate(key, image, *, max_fraction=0.1, mode="constant", cval=0.0, layout=None):
     """Shift by ``(dy, dx)`` uniform in ``±max_fraction * (H, W)`` pixels (:func:`translate`;
     ``max_fraction`` a number or a pair (rows, cols)). Parameters: ``{"dy", "dx"}``."""
-    check_choice("mode", mode, SAMPLE_MODES)
+    check_sample_mode(mode)
     return run_random_op(_translate_params, _apply_translate, key, image, layout=layout, max_fraction=max_fraction,
                          mode=mode, cval=cval)
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc._arrays import resolve_max
+from imgproc._types import callers_type
 from imgproc._random import run_random_op
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import check_number
@@ -89,6 +90,7 @@ def _apply_gaussian_noise(image, params, *, layout, sigma=0.05, max_value=None):
     return back(to_float(x) + n * (jnp.asarray(sigma, jnp.float32) * m), x.dtype)
 
 
+@callers_type
 def gaussian_noise(key, image, *, sigma=0.05, max_value=None, layout=None):
     """Add i.i.d. normal noise of standard deviation ``sigma * max_value`` to every value
     (``skimage.util.random_noise(mode="gaussian", var=sigma**2)`` without its clipping).
@@ -109,6 +111,7 @@ def _apply_speckle(image, params, *, layout, sigma=0.1):
     return back(xf + xf * n, x.dtype)
 
 
+@callers_type
 def speckle_noise(key, image, *, sigma=0.1, layout=None):
     """Multiplicative noise ``x + x * n``, ``n ~ N(0, sigma**2)``
     (``skimage.util.random_noise(mode="speckle", var=sigma**2)`` without its clipping).
@@ -132,6 +135,7 @@ def _apply_salt_and_pepper(image, params, *, layout, amount=0.05, salt_vs_pepper
     return back(y, x.dtype)
 
 
+@callers_type
 def salt_and_pepper(key, image, *, amount=0.05, salt_vs_pepper=0.5, max_value=None, layout=None):
     """Replace a fraction ``amount`` of the values by ``max_value`` (salt, with probability
     ``salt_vs_pepper``) or 0 (pepper), each value independently:

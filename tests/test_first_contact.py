@@ -1,0 +1,244 @@
+"""Issue 17, the Python API: what a new user meets first (array types, dtypes, scipy's
+conventions, clear errors, channel-first arrays, saving float images)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import imgproc
+
+KEY = jax.random.key(0)
+RANDOM_SPEC = [{"op": "random_flip_left_right"}, {"op": "gaussian_noise", "sigma": 0.05}]
+
+# --------------------------------------------------------------------------- 4: NumPy in, NumPy out
+
+# One table of entry points: name -> call(x) on an image (HWC) or a batch (NHWC).
+ENTRY_POINTS = {
+    "gaussian_blur": lambda x: imgproc.gaussian_blur(x, 1.0),
+    "box_blur": lambda x: imgproc.box_blur(x, 3),
+    "sharpen": lambda x: imgproc.sharpen(x),
+    "correlate": lambda x: imgproc.correlate(x, np.ones((3, 3)) / 9),
+    "edges": lambda x: imgproc.edges(x),
+    "unsharp_mask": lambda x: imgproc.unsharp_mask(x),
+    "adjust_brightness": lambda x: imgproc.adjust_brightness(x, 0.1),
+    "rotate": lambda x: imgproc.rotate(x, 10.0),
+    "flip_left_right": lambda x: imgproc.flip_left_right(x),
+    "random_hue": lambda x: imgproc.random_hue(KEY, x),
+    "random_rotate": lambda x: imgproc.random_rotate(KEY, x),
+    "random_gaussian_blur": lambda x: imgproc.random_gaussian_blur(KEY, x),
+    "random_choice": lambda x: imgproc.random_choice(KEY, x, [{"op": "sharpen"}, {"op": "emboss"}]),
+    "pipeline": lambda x: imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}])(x),
+    "pipeline_bucket": lambda x: imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}], bucket=True)(x),
+    "pipeline_random": lambda x: imgproc.Pipeline(RANDOM_SPEC)(x, key=KEY),
+    "pipeline_return_params": lambda x: imgproc.Pipeline(RANDOM_SPEC)(x, key=KEY, return_params=True)[0],
+    "pipeline_apply": lambda x: imgproc.Pipeline(RANDOM_SPEC).apply(
+        x, imgproc.Pipeline(RANDOM_SPEC)(x, key=KEY, return_params=True)[1]),
+}
+
+
+def _image(batch: bool):
+    rng = np.random.default_rng(0)
+    return rng.integers(0, 256, ((2,) if batch else ()) + (10, 12, 3)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["image", "batch"])
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_numpy_in_numpy_out_jax_in_jax_out(name, batch):
+    call = ENTRY_POINTS[name]
+    x = _image(batch)
+    got = call(x)
+    assert type(got) is np.ndarray and got.flags.writeable, name
+    assert got.dtype == x.dtype and got.shape == x.shape
+    got[...] = 0  # in-place edits work (cv2 / Pillow take it as it is)
+    from_list = call(x.tolist())
+    assert type(from_list) is np.ndarray and from_list.dtype == np.uint8  # a list is NumPy input
+    from_jax = call(jnp.asarray(x))
+    assert isinstance(from_jax, jax.Array), name
+    np.testing.assert_array_equal(np.asarray(from_jax), call(x))
+    traced = jax.jit(call)(jnp.asarray(x))  # inside jit, tracers pass through
+    assert isinstance(traced, jax.Array)
+
+
+def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
+    from imgproc import _execution
+
+    x = np.random.default_rng(1).integers(0, 256, (16, 8, 8, 3)).astype(np.uint8)
+    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)
+    pipe = imgproc.Pipeline([{"op": "gaussian_noise", "sigma": 0.05}])
+    assert _execution.loop_parts(x, loops=True, batched=True) == 2
+    split = pipe(x, key=KEY)
+    assert type(split) is np.ndarray and split.flags.writeable
+    split_params = pipe(x, key=KEY, return_params=True)
+    assert type(split_params[0]) is np.ndarray
+    assert isinstance(pipe(jnp.asarray(x), key=KEY), jax.Array)
+    monkeypatch.setattr(_execution, "chunk_size", lambda shape, **k: 5)  # chunks of 5 images
+    chunked = pipe(x, key=KEY)
+    assert type(chunked) is np.ndarray and chunked.flags.writeable
+    np.testing.assert_array_equal(chunked, split)
+
+
+# --------------------------------------------------------------------------- 5: float64, lists, psnr
+
+
+def test_float64_is_computed_in_float32_and_returned_as_float64():
+    skimage = pytest.importorskip("skimage")
+    x = skimage.img_as_float(_image(False))  # float64 in [0, 1]
+    got = imgproc.gaussian_blur(x, 1.0)
+    assert got.dtype == np.float64 and type(got) is np.ndarray
+    np.testing.assert_array_equal(got, imgproc.gaussian_blur(x.astype(np.float32), 1.0).astype(np.float64))
+    piped = imgproc.Pipeline([{"op": "sharpen"}])(x)
+    assert piped.dtype == np.float64
+    assert imgproc.gaussian_blur(x.tolist(), 1.0).dtype == np.float64  # a float list is float64
+
+
+@pytest.mark.parametrize("values, dtype", [([[0, 128], [255, 3]], np.uint8), ([[0, 1000], [65535, 3]], np.uint16)])
+def test_integer_lists_become_uint8_or_uint16(values, dtype):
+    got = imgproc.box_blur(values, 1)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.asarray(values, dtype))
+
+
+@pytest.mark.parametrize("bad, words", [
+    ([[0, 70000], [1, 2]], "0..65535"),
+    ([[-1, 5], [1, 2]], "0..255"),
+    (np.zeros((4, 4), np.int64), "astype(np.uint8)"),
+    (np.zeros((4, 4), np.int32), "astype(np.uint8)"),
+])
+def test_ambiguous_integers_are_refused_naming_the_fix(bad, words):
+    with pytest.raises(ValueError, match=__import__("re").escape(words)):
+        imgproc.gaussian_blur(bad, 1.0)
+
+
+def test_psnr_refuses_mismatched_ranges_and_matches_skimage():
+    metrics = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(2)
+    ref = rng.random((16, 16))
+    noisy = np.clip(ref + rng.normal(0, 0.05, ref.shape), 0, 1)
+    as_uint8 = (ref * 255).round().astype(np.uint8)
+    with pytest.raises(ValueError, match="uint8 .0..255. but image is float64 .0..1.*img_as_float"):
+        imgproc.psnr(as_uint8, noisy)
+    for a, b in [(ref, noisy), (ref * 2 - 1, noisy * 2 - 1), (as_uint8, (noisy * 255).round().astype(np.uint8))]:
+        assert imgproc.psnr(a, b) == pytest.approx(metrics.peak_signal_noise_ratio(a, b), rel=1e-12)
+    assert imgproc.psnr(as_uint8, noisy * 255, data_range=255) > 20  # an explicit range is trusted
+    with pytest.raises(ValueError, match="data_range"):
+        imgproc.psnr(ref * 255, noisy * 255)  # floats beyond [-1, 1]: skimage refuses too
+
+
+# --------------------------------------------------------------------------- 6: scipy's conventions
+
+import scipy.ndimage as ndi  # noqa: E402
+from cases import CASE_IDS, CASES, GRID_MODES, reference  # noqa: E402
+
+
+@pytest.mark.parametrize("grid, plain", list(GRID_MODES.items()))
+def test_scipy_grid_modes_equal_their_plain_modes(grid, plain):
+    # the premise of the aliases, checked on scipy itself
+    p = np.random.default_rng(3).random((9, 11))
+    assert np.array_equal(ndi.gaussian_filter(p, 1.5, mode=grid, cval=0.3), ndi.gaussian_filter(p, 1.5, mode=plain, cval=0.3))
+    assert np.array_equal(ndi.correlate(p, np.ones((3, 5)), mode=grid, cval=0.3),
+                          ndi.correlate(p, np.ones((3, 5)), mode=plain, cval=0.3))
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("grid", list(GRID_MODES))
+def test_every_filter_takes_scipys_grid_modes(case, grid):
+    hwc = np.random.default_rng(4).random((13, 17, 2), dtype=np.float32)
+    got = case.call(hwc, mode=grid, cval=0.25)
+    np.testing.assert_allclose(got, reference(case, hwc, grid, 0.25), atol=1e-5, rtol=0)
+
+
+def test_per_axis_sigma_and_size_match_scipy():
+    p = np.random.default_rng(5).random((15, 21), dtype=np.float32)
+    want = ndi.gaussian_filter(p.astype(np.float64), (1, 3))
+    np.testing.assert_allclose(imgproc.gaussian_blur(p, (1, 3)), want, atol=1e-5)
+    np.testing.assert_allclose(imgproc.gaussian_blur(p, (0.5, 2), size=(5, 9)),
+                               ndi.gaussian_filter(p.astype(np.float64), (0.5, 2), radius=(2, 4)), atol=1e-5)
+    np.testing.assert_allclose(imgproc.box_blur(p, (5, 5)), ndi.uniform_filter(p.astype(np.float64), 5), atol=1e-5)
+    np.testing.assert_array_equal(imgproc.sharpen(p, size=(5, 5)), imgproc.sharpen(p, size=5))
+    with pytest.raises(ValueError, match="square"):
+        imgproc.sharpen(p, size=(3, 5))
+    with pytest.raises(ValueError, match=r"size\[1\] must be an odd"):
+        imgproc.box_blur(p, (3, 4))
+    spec = [{"op": "gaussian_blur", "sigma": [1, 3], "mode": "grid-wrap"}, {"op": "box_blur", "size": [3, 5]}]
+    want = ndi.uniform_filter(ndi.gaussian_filter(p.astype(np.float64), (1, 3), mode="wrap"), (3, 5))
+    for bucket in (False, True):
+        np.testing.assert_allclose(imgproc.Pipeline(spec, bucket=bucket)(p), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["grid-constant", "grid-wrap", "grid-mirror"])
+def test_geometry_takes_scipys_grid_modes(mode):
+    # scipy's interpolation grid-constant differs from constant (cval interpolated in
+    # beyond the edge): implemented, as are the two aliases
+    p = np.random.default_rng(6).random((12, 15), dtype=np.float32)
+    want = ndi.rotate(p.astype(np.float64), 17, reshape=False, order=1, mode=mode, cval=0.3)
+    np.testing.assert_allclose(imgproc.rotate(p, 17.0, mode=mode, cval=0.3), want, atol=1e-5)
+    shifted = ndi.shift(p.astype(np.float64), (1.5, -2.25), order=1, mode=mode, cval=0.3)
+    np.testing.assert_allclose(imgproc.translate(p, 1.5, -2.25, mode=mode, cval=0.3), shifted, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- 7: clear errors
+
+
+def test_an_int_key_is_a_seed():
+    x = _image(True)
+    pipe = imgproc.Pipeline(RANDOM_SPEC)
+    np.testing.assert_array_equal(pipe(x, key=7), pipe(x, key=jax.random.key(7)))
+    np.testing.assert_array_equal(pipe(x, key=np.int64(7)), pipe(x, key=jax.random.key(7)))
+    np.testing.assert_array_equal(imgproc.random_hue(3, x), imgproc.random_hue(jax.random.key(3), x))
+    with pytest.raises(ValueError, match=r"jax.random.key\(seed\)"):
+        pipe(x, key="seven")
+    with pytest.raises(ValueError, match=r"jax.random.key\(seed\)"):
+        pipe(x)
+
+
+def test_images_of_different_sizes_say_what_to_do():
+    images = [np.zeros((8, 8, 3), np.uint8), np.zeros((9, 8, 3), np.uint8)]
+    for call in (imgproc.Pipeline([{"op": "sharpen"}]), lambda x: imgproc.gaussian_blur(x, 1.0)):
+        with pytest.raises(ValueError, match="different sizes.*once per image.*folder"):
+            call(images)
+
+
+def test_unknown_spec_option_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="gaussian_blur has no option 'radius'; its options: .*sigma.*size"):
+        imgproc.Pipeline([{"op": "gaussian_blur", "radius": 3}])
+
+
+# --------------------------------------------------------------------------- 3: channel-first arrays
+
+import warnings  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, named", [((3, 24, 20), "CHW"), ((4, 24, 20), "CHW"), ((1, 24, 20), "CHW"),
+                                          ((2, 3, 24, 20), "NCHW")])
+def test_channel_first_looking_arrays_warn_naming_the_layout(shape, named):
+    x = np.zeros(shape, np.float32)
+    for call in (lambda a, **o: imgproc.gaussian_blur(a, 1.0, **o), imgproc.Pipeline([{"op": "sharpen"}])):
+        with pytest.warns(imgproc.LayoutWarning, match=f"layout='{named}'") as record:
+            call(x)
+        assert record[0].filename == __file__  # points at the caller's line
+    assert issubclass(imgproc.LayoutWarning, UserWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imgproc.gaussian_blur(x, 1.0, layout=named)  # named: silent
+        imgproc.gaussian_blur(x, 1.0, layout="HWC" if len(shape) == 3 else "NHWC")  # HWC on purpose: silent
+        imgproc.gaussian_blur(np.zeros((24, 20, 3), np.float32), 1.0)  # plausible HWC: silent
+        imgproc.gaussian_blur(np.zeros((3, 20, 4), np.float32), 1.0)  # 4 channels: plausible, silent
+
+
+# --------------------------------------------------------------------------- 2: saving 0..255 floats
+
+
+@pytest.mark.parametrize("scale, ok", [(1.0, True), (1.3, True), (255.0, False), (-1.0, False)])
+def test_save_image_refuses_floats_clearly_outside_0_1(tmp_path, scale, ok):
+    x = _image(False).astype(np.float32) / 255 * scale  # uint8 data as floats, scaled
+    path = tmp_path / "out.png"
+    if ok:  # [0, 1], or a little overshoot (sharpening): clipped on save as documented
+        imgproc.save_image(path, x)
+        assert path.exists()
+        return
+    with pytest.raises(ValueError, match=r"image / 255.*astype\(np.uint8\)"):
+        imgproc.save_image(path, x)
+    assert not path.exists()
+    with pytest.raises(ValueError, match="image / 255"):  # what a pipeline returns for float input
+        imgproc.save_image(path, imgproc.gaussian_blur(jnp.asarray(x), 1.0))
