@@ -2,10 +2,7 @@
 reviewable as Python). The tests execute the notebook (on a crop of the cat when
 IMGPROC_SMALL_BUDGET is set); run this script after editing."""
 
-from pathlib import Path
-
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from make_notebooks import write  # scripts/: one notebook writer
 
 CELLS = [
     ("md", """# Denoising methods side by side
@@ -80,14 +77,5 @@ print(f"auto + light unsharp mask: {imgproc.psnr(clean, out):.2f} dB")"""),
 ]
 
 
-def build() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in CELLS]
-    return nb
-
-
 if __name__ == "__main__":
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "03_denoise_methods.ipynb"
-    nbformat.write(build(), path)
-    print(f"wrote {path}")
+    write(CELLS, "03_denoise_methods.ipynb")

@@ -64,14 +64,21 @@ imgproc.load_image(path).shape"""),
 ]
 
 
-def build() -> nbformat.NotebookNode:
+def build(cells=CELLS) -> nbformat.NotebookNode:
+    """A notebook of ``cells``: ``("md" | "code", source)`` pairs."""
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in CELLS]
+    nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in cells]
     return nb
 
 
-if __name__ == "__main__":
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "01_denoise.ipynb"
-    nbformat.write(build(), path)
+def write(cells, name: str) -> Path:
+    """Write the notebook of ``cells`` to ``notebooks/NAME``."""
+    path = Path(__file__).resolve().parents[1] / "notebooks" / name
+    nbformat.write(build(cells), path)
     print(f"wrote {path}")
+    return path
+
+
+if __name__ == "__main__":
+    write(CELLS, "01_denoise.ipynb")
