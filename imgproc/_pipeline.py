@@ -34,15 +34,13 @@ import numpy as np
 from imgproc import _execution
 from imgproc._arrays import dtype_max, spatial_axes, to_output
 from imgproc._checks import check_image, host_aligned
-from imgproc._random import image_layout, stage_key
+from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
 from imgproc._validate import LAYOUT_NDIM, check_key, check_layout
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
-
-_BATCH = ("NHWC", "NCHW")
 
 
 class Pipeline:
@@ -158,7 +156,7 @@ class Pipeline:
 
     def _call(self, images, *, key, indices, params, return_params):
         images, layout = check_image(images, self.layout)
-        batched = layout in _BATCH
+        batched = layout in BATCH_LAYOUTS
         if isinstance(images, np.ndarray) and batched and images.shape[0] > _execution.chunk_size(images.shape):
             # a host batch too large to hold on the device at once; indices keep each
             # image's random draw what it would be in one call
@@ -218,7 +216,7 @@ class Pipeline:
                 hints = LoweringHints(feeds_next=s + 1 < len(self.stages))
                 x = stage(x, layout=layout, max_value=max_value, hints=hints)
                 continue
-            if layout not in _BATCH:
+            if layout not in BATCH_LAYOUTS:
                 p = stage.sample(stage_key(key, indices[0], s), x.shape, layout=layout, max_value=max_value) \
                     if params is None else params[s]
                 x = stage.apply(x, p, layout=layout, max_value=max_value)
