@@ -39,9 +39,11 @@ def cli(debug):
     """imgproc: image filters and pipelines on JAX.
 
     IN is an image file, a folder (--recursive for subfolders) or a quoted glob
-    ("photos/**/*.jpg"); OUT is the file to write (format from its extension: .jpg .jpeg
-    .png .tif .tiff .webp .bmp) or, for a folder or glob, the output folder, which mirrors
-    the input tree. Inputs are never modified; outputs are written atomically; existing
+    ("photos/**/*.jpg"), or several of them (imgproc blur *.jpg outdir: the last argument
+    is OUT); OUT is the file to write (format from its extension: .jpg .jpeg .jpe .png
+    .tif .tiff .webp .bmp) or, for a folder, a glob or several IN, the output folder,
+    which mirrors the input tree. Random specs: imgproc run SPEC IN OUT --seed N; imgproc
+    ops lists the ops. Inputs are never modified; outputs are written atomically; existing
     outputs are skipped unless --overwrite. A folder run logs each failing file, goes on,
     and ends with a summary (exit 1 when some failed). See docs/cli.md.
     """
@@ -63,7 +65,7 @@ def cli(debug):
 @mode_option
 @click.pass_context
 def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
-    """Denoise IN into OUT (default --method auto; see docs/cli.md and the README)."""
+    """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see docs/cli.md and the README)."""
     from imgproc.cli import _denoise
     from imgproc.cli._plan import is_folder_run
 
@@ -82,7 +84,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
 @mode_option
 @click.pass_context
 def blur(ctx, sigma, kind, size, mode):
-    """Blur IN into OUT with a Gaussian (default) or a box filter."""
+    """Blur IN (a file, folder, glob, or several) into OUT with a Gaussian (default) or a box filter."""
     import imgproc
 
     if kind == "gaussian":
@@ -101,7 +103,7 @@ def blur(ctx, sigma, kind, size, mode):
 @mode_option
 @click.pass_context
 def sharpen_cmd(ctx, size, center, mode):
-    """Sharpen IN into OUT with the seed chapter's kernel (-1 around a large centre)."""
+    """Sharpen IN (a file, folder, glob, or several) into OUT with the seed chapter's kernel (-1 around a large centre)."""
     import imgproc
 
     stage = {"op": "sharpen", "size": size, "mode": mode}

@@ -8,6 +8,9 @@ Randomness: variant ``k`` of the ``i``-th input (inputs sorted by path) is sampl
 ``i * N + k`` of the pipeline's key ``jax.random.key(S)``, so the same command gives the
 same files, and a variant does not depend on the other inputs' sizes or on ``N`` for
 the variants it shares.
+
+Grey images meeting a colour op are converted to RGB (with a warning); alpha is carried
+over unchanged, as ``imgproc denoise`` does; a re-run skips variants that exist.
 """
 
 from __future__ import annotations
