@@ -44,6 +44,12 @@ def is_folder_run(opts: RunOptions) -> bool:
     return len(opts.inputs) > 1 or is_folder_input(opts.input)
 
 
+def check_not_url(input):
+    """A URL given as IN: :class:`InputError` (exit 66) saying URLs are not read."""
+    if str(input).lower().startswith(("http://", "https://", "ftp://")):
+        raise InputError(input, "URLs are not read; download the file first and give its path")
+
+
 def check_paths(opts: RunOptions):
     """Refuse, before anything is read, paths that would silently do something else: an
     empty IN or OUT (``""`` is the current folder), a URL as IN, and a folder run whose
@@ -52,8 +58,7 @@ def check_paths(opts: RunOptions):
     for i in opts.inputs or (opts.input,):
         if not str(i).strip():
             raise ValueError("IN is an empty path; give an image file, a folder or a glob (use . for the current folder)")
-        if str(i).lower().startswith(("http://", "https://", "ftp://")):
-            raise InputError(i, "URLs are not read; download the file first and give its path")
+        check_not_url(i)
     if not str(opts.output).strip():
         raise ValueError("OUT is an empty path; give an output file, or a folder for a folder run")
     out = Path(opts.output)

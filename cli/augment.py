@@ -15,6 +15,7 @@ over unchanged, as ``imgproc denoise`` does; a re-run skips variants that exist.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -29,9 +30,10 @@ SHEET_MAX_VARIANTS = 8
 
 
 def _inputs(input):
-    from imgproc.cli._plan import find_inputs
+    from imgproc.cli._plan import check_not_url, find_inputs
     from imgproc.errors import InputError
 
+    check_not_url(input)
     p = Path(input)
     if p.is_file():
         return [p]
@@ -110,9 +112,9 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import imgproc
     from imgproc.errors import ImgprocError, OutputError
 
-    pipe = load_spec(spec)
-    files = _inputs(input)
-    out = Path(outdir)
+    pipe = load_spec(os.path.expanduser(spec))
+    files = _inputs(os.path.expanduser(input))
+    out = Path(os.path.expanduser(outdir))
     if out.exists() and not out.is_dir():
         raise OutputError(out, "exists and is not a folder")
     try:

@@ -120,11 +120,23 @@ def test_messages_name_the_real_problem(args, code, message, folder, tmp_path):
     assert message.format(**names) in err and "(none)" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_augment_says_urls_are_not_read(tmp_path):
+    spec = tmp_path / "s.json"
+    spec.write_text('[{"op": "random_flip_left_right"}]')
+    code, _, err = run("augment", "https://example.com/x.jpg", tmp_path / "o", "--spec", spec)
+    assert code == 66 and "URLs are not read" in err
+
+
 def test_tilde_is_expanded(folder, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     code, _, err = run("blur", "~/in/a.png", "~/o.png")
     assert code == 0, err
     assert (tmp_path / "o.png").is_file()
+    spec = tmp_path / "s.json"
+    spec.write_text('[{"op": "random_flip_left_right"}]')
+    code, _, err = run("augment", "~/in/a.png", "~/aug", "--spec", "~/s.json", "--count", 1, "--no-sheet")
+    assert code == 0, err
+    assert (tmp_path / "aug" / "a_000.png").is_file()
 
 
 # -- 12. imgproc augment on the sample images -------------------------------------------------
