@@ -39,9 +39,11 @@ def cli(debug):
     """imgproc: image filters and pipelines on JAX.
 
     IN is an image file, a folder (--recursive for subfolders) or a quoted glob
-    ("photos/**/*.jpg"); OUT is the file to write (format from its extension: .jpg .jpeg
-    .png .tif .tiff .webp .bmp) or, for a folder or glob, the output folder, which mirrors
-    the input tree. Inputs are never modified; outputs are written atomically; existing
+    ("photos/**/*.jpg"), or several of them (imgproc blur *.jpg outdir: the last argument
+    is OUT); OUT is the file to write (format from its extension: .jpg .jpeg .jpe .png
+    .tif .tiff .webp .bmp) or, for a folder, a glob or several IN, the output folder,
+    which mirrors the input tree. Random specs: imgproc run SPEC IN OUT --seed N; imgproc
+    ops lists the ops. Inputs are never modified; outputs are written atomically; existing
     outputs are skipped unless --overwrite. A folder run logs each failing file, goes on,
     and ends with a summary (exit 1 when some failed). See docs/cli.md.
     """
@@ -63,14 +65,14 @@ def cli(debug):
 @mode_option
 @click.pass_context
 def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
-    """Denoise IN into OUT (default --method auto; see docs/cli.md and the README)."""
+    """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see docs/cli.md and the README)."""
     from imgproc.cli import _denoise
-    from imgproc.cli._plan import is_folder_input
+    from imgproc.cli._plan import is_folder_run
 
     opts = ctx.obj
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
-        pipe = _denoise.verbose(pipe, opts.input, method, is_folder_input(opts.input))
+        pipe = _denoise.verbose(pipe, opts.input, method, is_folder_run(opts))
     ctx.exit(process(pipe, opts))
 
 
@@ -82,7 +84,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
 @mode_option
 @click.pass_context
 def blur(ctx, sigma, kind, size, mode):
-    """Blur IN into OUT with a Gaussian (default) or a box filter."""
+    """Blur IN (a file, folder, glob, or several) into OUT with a Gaussian (default) or a box filter."""
     import imgproc
 
     if kind == "gaussian":
@@ -101,7 +103,7 @@ def blur(ctx, sigma, kind, size, mode):
 @mode_option
 @click.pass_context
 def sharpen_cmd(ctx, size, center, mode):
-    """Sharpen IN into OUT with the seed chapter's kernel (-1 around a large centre)."""
+    """Sharpen IN (a file, folder, glob, or several) into OUT with the seed chapter's kernel (-1 around a large centre)."""
     import imgproc
 
     stage = {"op": "sharpen", "size": size, "mode": mode}
@@ -113,10 +115,34 @@ def sharpen_cmd(ctx, size, center, mode):
 @cli.command(epilog=EXIT_CODES)
 @click.argument("spec", type=click.Path(dir_okay=False))
 @io_options
+@click.option("--seed", type=int, default=None,
+              help="Random seed, needed by a spec with random ops (imgproc ops marks them): input i of "
+                   "the sorted inputs gets sample i of jax.random.key(SEED), whatever the shard or batch.")
 @click.pass_context
-def run(ctx, spec):
-    """Run the pipeline in SPEC (a JSON list of {"op": NAME, ...options}) on IN into OUT."""
-    ctx.exit(process(load_spec(spec, bucket=True), ctx.obj))
+def run(ctx, spec, seed):
+    """Run the pipeline in SPEC (a JSON list of {"op": NAME, ...options}) on IN into OUT.
+    List the ops and their options with `imgproc ops`."""
+    pipe = load_spec(spec, bucket=True)
+    key = None
+    if pipe.is_random:
+        if seed is None:
+            raise ValueError(f"{spec}: has random ops; pass --seed N (the same N gives the same outputs)")
+        import jax
+
+        key = jax.random.key(seed)
+    ctx.exit(process(pipe, ctx.obj, key=key))
+
+
+@cli.command()
+def ops():
+    """List the ops a spec can use ({"op": NAME, ...}) and their options (* required)."""
+    from imgproc._stages import lookup, registered_ops
+
+    for name in registered_ops():
+        info = lookup(name)
+        allowed, required = info.option_names()
+        options = ", ".join(o + ("*" if o in required else "") for o in sorted(allowed)) or "(none)"
+        click.echo(f"{name}{' (random)' if info.random else ''}: {options}")
 
 
 @cli.command()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from pathlib import Path
 
 import click
@@ -43,8 +44,9 @@ MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
 class RunOptions:
     """IN, OUT and how to read, run and write them (one value per shared option)."""
 
-    input: str = ""
+    input: str = ""  # the one IN; with several, the first (``inputs`` has them all)
     output: str = ""
+    inputs: tuple = ()  # every IN given (``imgproc blur a.jpg b.jpg outdir``)
     quality: int = 95
     overwrite: bool = False
     recursive: bool = False
@@ -65,16 +67,16 @@ class RunOptions:
 
 def output_extension(src, out_format: str | None = None) -> str:
     """The extension of the output written for input ``src``: ``out_format`` (``--format``)
-    when given, else the input's own extension when it is an output format, else ``.png``
-    (GIF and JPE inputs, say).
+    when given, else the input's own extension, spelled as the input spells it, when it is
+    an output format, else ``.png`` (GIF inputs, say).
 
-    >>> output_extension("a/photo.JPG"), output_extension("anim.gif"), output_extension("x.tif", ".png")
-    ('.jpg', '.png', '.png')
+    >>> output_extension("a/photo.JPG"), output_extension("x.jpe"), output_extension("anim.gif"), output_extension("x.tif", ".png")
+    ('.JPG', '.jpe', '.png', '.png')
     """
     if out_format is not None:
         return out_format
-    ext = Path(src).suffix.lower()
-    return ext if ext in OUTPUT_FORMATS else ".png"
+    ext = Path(src).suffix
+    return ext if ext.lower() in OUTPUT_FORMATS else ".png"
 
 
 def _format_option(ctx, param, value):
@@ -97,13 +99,15 @@ def io_options(fn):
     def wrapper(**kwargs):
         ctx = click.get_current_context()
         shared = {name: kwargs.pop(name) for name in list(kwargs) if name in _FIELDS}
-        ctx.obj = RunOptions(**shared, debug=bool(ctx.find_root().params.get("debug", False)))
+        inputs = tuple(os.path.expanduser(i) for i in shared.pop("inputs"))
+        shared["output"] = os.path.expanduser(shared["output"])
+        ctx.obj = RunOptions(**shared, input=inputs[0], inputs=inputs, debug=bool(ctx.find_root().params.get("debug", False)))
         return fn(**kwargs)
 
     opt = click.option
     for decorator in reversed([
-        click.argument("input", type=click.Path()),
-        click.argument("output", type=click.Path()),
+        click.argument("inputs", nargs=-1, required=True, metavar="IN..."),
+        click.argument("output", metavar="OUT"),
         opt("--overwrite", is_flag=True, help="Replace outputs that exist (atomically); without it they are skipped in folder runs."),
         opt("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality."),
         opt("-r", "--recursive", is_flag=True, help="Folder input: include subfolders (the output mirrors the tree)."),

@@ -39,6 +39,35 @@ def is_folder_input(input) -> bool:
     return p.is_dir() or (not p.exists() and _is_glob(input))
 
 
+def is_folder_run(opts: RunOptions) -> bool:
+    """Whether ``opts`` is a run into an output folder: several IN, or a folder or glob IN."""
+    return len(opts.inputs) > 1 or is_folder_input(opts.input)
+
+
+def check_not_url(input):
+    """A URL given as IN: :class:`InputError` (exit 66) saying URLs are not read."""
+    if str(input).lower().startswith(("http://", "https://", "ftp://")):
+        raise InputError(input, "URLs are not read; download the file first and give its path")
+
+
+def check_paths(opts: RunOptions):
+    """Refuse, before anything is read, paths that would silently do something else: an
+    empty IN or OUT (``""`` is the current folder), a URL as IN, and a folder run whose
+    OUT looks like an image file (``out.jpg``). A ``ValueError`` (usage error, exit 2)
+    or an :class:`InputError`."""
+    for i in opts.inputs or (opts.input,):
+        if not str(i).strip():
+            raise ValueError("IN is an empty path; give an image file, a folder or a glob (use . for the current folder)")
+        check_not_url(i)
+    if not str(opts.output).strip():
+        raise ValueError("OUT is an empty path; give an output file, or a folder for a folder run")
+    out = Path(opts.output)
+    if is_folder_run(opts) and not out.exists() and out.suffix.lower() in IMAGE_EXTENSIONS:
+        what = "several inputs" if len(opts.inputs) > 1 else f"a {'folder' if Path(opts.input).is_dir() else 'glob'} input"
+        raise ValueError(f"OUT {opts.output!r} looks like an image file, but {what} needs an output folder; "
+                         "give a folder name (it is created)")
+
+
 def _is_glob(input) -> bool:
     return any(c in str(input) for c in _MAGIC)
 
@@ -83,22 +112,44 @@ def plan_file(opts: RunOptions) -> Job:
     :class:`OutputError` for an output that cannot be written (unknown extension, the
     input itself, exists without ``overwrite``, no such folder)."""
     src, dst = Path(opts.input), Path(opts.output)
+    if str(opts.output).endswith(("/", os.sep)) and not dst.is_dir():
+        raise OutputError(opts.output, "folder does not exist")
     if dst.is_dir():
         dst = dst / (src.stem + output_extension(src, opts.out_format))
+    folder = dst.parent if str(dst.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(dst, f"folder {folder} does not exist")
     output_format(dst)
     if same_file(src, dst):
         raise OutputError(dst, "is the input file itself; choose another output")
     if dst.exists() and not opts.overwrite:
         raise OutputError(dst, "exists; pass --overwrite to replace it")
-    folder = dst.parent if str(dst.parent) else Path(".")
-    if not folder.is_dir():
-        raise OutputError(dst, f"folder {folder} does not exist")
     return Job(src, dst, src.name, 0)
 
 
+def _sources(opts: RunOptions, out: Path) -> list[tuple[Path, Path]]:
+    """(input file, its path relative to its base) for every IN, in the order given; a
+    folder or glob IN gives its files sorted."""
+    found = []
+    for input in opts.inputs or (opts.input,):
+        p = Path(input)
+        if len(opts.inputs) > 1 and p.is_file():
+            found.append((p, Path(p.name)))
+            continue
+        if not p.is_dir() and not _is_glob(input):
+            raise InputError(input, "no such file or folder")
+        base, files = find_inputs(input, recursive=opts.recursive, exclude=out)
+        if not files and len(opts.inputs) <= 1:
+            raise InputError(input, "no image files found" + ("" if opts.recursive or not p.is_dir() else " (use --recursive for subfolders)"))
+        found += [(f, f.relative_to(base)) for f in files]
+    if not found:
+        raise InputError(opts.input, "no image files found")
+    return found
+
+
 def plan_folder(opts: RunOptions) -> list[Job]:
-    """All jobs of this shard of a folder or glob IN. Raises before any work for a bad
-    output folder, format or shard."""
+    """All jobs of this shard of a folder or glob IN, or of several IN. Raises before any
+    work for a bad output folder, format or shard."""
     input, out = opts.input, Path(opts.output)
     if opts.out_format is not None:
         output_format(Path("x" + opts.out_format))
@@ -108,14 +159,8 @@ def plan_folder(opts: RunOptions) -> list[Job]:
         raise OutputError(out, "is a file; a folder or glob input needs an output folder")
     if Path(input).is_dir() and out.exists() and same_file(input, out):
         raise OutputError(out, "is the input folder itself; choose another output folder")
-    if not Path(input).is_dir() and not _is_glob(input):
-        raise InputError(input, "no such file or folder")
-    base, files = find_inputs(input, recursive=opts.recursive, exclude=out)
-    if not files:
-        raise InputError(input, "no image files found" + ("" if opts.recursive or not Path(input).is_dir() else " (use --recursive for subfolders)"))
     jobs, seen = [], {}
-    for index, f in enumerate(files):
-        rel = f.relative_to(base)
+    for index, (f, rel) in enumerate(_sources(opts, out)):
         dst = out / rel.with_suffix(output_extension(rel, opts.out_format))
         job = Job(f, dst, rel.as_posix(), index)
         if dst in seen:

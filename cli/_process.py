@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from imgproc.cli._options import RunOptions
-from imgproc.cli._plan import is_folder_input, plan_file, plan_folder
+from imgproc.cli._plan import check_paths, is_folder_run, plan_file, plan_folder
 from imgproc.cli._report import OneFileReport, Reporter
 from imgproc.cli._runner import run_jobs
 from imgproc.errors import InputError
@@ -25,7 +25,8 @@ def process(pipeline, opts: RunOptions, *, key=None) -> int:
     handler. A folder or glob runs every image into the output folder (0 all done, 1 some
     failed, 74 disk full, 130 interrupted). ``key``: for pipelines with random stages
     (image ``i`` of the sorted inputs gets ``fold_in(key, i)``)."""
-    if is_folder_input(opts.input):
+    check_paths(opts)
+    if is_folder_run(opts):
         jobs = plan_folder(opts)
         return run_jobs(pipeline, jobs, opts, Reporter(len(jobs), opts), key=key)
     job = plan_file(opts)

@@ -239,7 +239,10 @@ def _jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
     todo = []
     for job in jobs:
         if job.collides_with is not None:
-            report.error(job.src, f"its output {job.dst} is also the output of {job.collides_with}; rename one or use --format",
+            hint = (f"rename one or drop --format (it gives both {opts.out_format})"
+                    if opts.out_format is not None and job.src.suffix.lower() != job.collides_with.suffix.lower()
+                    else "rename one")
+            report.error(job.src, f"its output {job.dst} is also the output of {job.collides_with}; {hint}",
                          OutputError.exit_code)
         elif same_file(job.src, job.dst):
             report.error(job.dst, "is the input file itself; choose another output", OutputError.exit_code)

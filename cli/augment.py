@@ -8,16 +8,21 @@ Randomness: variant ``k`` of the ``i``-th input (inputs sorted by path) is sampl
 ``i * N + k`` of the pipeline's key ``jax.random.key(S)``, so the same command gives the
 same files, and a variant does not depend on the other inputs' sizes or on ``N`` for
 the variants it shares.
+
+Grey images meeting a colour op are converted to RGB (with a warning); alpha is carried
+over unchanged, as ``imgproc denoise`` does; a re-run skips variants that exist.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from imgproc.cli._options import EXIT_CODES, output_extension
 from imgproc.cli._process import load_spec
+from imgproc.cli._runner import split_alpha
 
 SHEET_NAME = "contact_sheet.png"
 SHEET_MAX_ROWS = 8
@@ -25,9 +30,10 @@ SHEET_MAX_VARIANTS = 8
 
 
 def _inputs(input):
-    from imgproc.cli._plan import find_inputs
+    from imgproc.cli._plan import check_not_url, find_inputs
     from imgproc.errors import InputError
 
+    check_not_url(input)
     p = Path(input)
     if p.is_file():
         return [p]
@@ -37,6 +43,36 @@ def _inputs(input):
     if not files:
         raise InputError(input, "no images found")
     return files
+
+
+def _augment_colour(pipe, image, src, **kwargs):
+    """:func:`augment_image`; a grey image that meets a colour op (``random_hue``, ...) is
+    converted to RGB, with a warning, and its variants are RGB."""
+    import numpy as np
+
+    try:
+        return augment_image(pipe, image, **kwargs)
+    except ValueError as e:
+        grey = image.ndim == 2 or image.shape[-1] == 1
+        if not grey or "needs an RGB image" not in str(e):
+            raise
+    click.echo(f"warning: {src}: grey image converted to RGB for the spec's colour ops; its variants are RGB", err=True)
+    rgb = np.repeat(image.reshape(*image.shape[:2], 1), 3, axis=2)
+    return augment_image(pipe, rgb, **kwargs)
+
+
+def _with_alpha(variants, alpha, src):
+    """Each variant with the input's alpha carried over unchanged (as ``imgproc denoise``
+    does); a variant whose size changed (a crop) cannot take it: alpha dropped, with a
+    warning."""
+    import numpy as np
+
+    if variants.shape[1:3] != alpha.shape[:2]:
+        click.echo(f"warning: {src}: alpha channel dropped (the spec changes the image size)", err=True)
+        return variants
+    colour = variants if variants.ndim == 4 else variants[..., None]
+    a = np.broadcast_to(alpha.astype(colour.dtype), (*colour.shape[:3], 1))
+    return np.concatenate([colour, a], axis=-1)
 
 
 def augment_image(pipe, image, *, key, first_index, count):
@@ -76,9 +112,9 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import imgproc
     from imgproc.errors import ImgprocError, OutputError
 
-    pipe = load_spec(spec)
-    files = _inputs(input)
-    out = Path(outdir)
+    pipe = load_spec(os.path.expanduser(spec))
+    files = _inputs(os.path.expanduser(input))
+    out = Path(os.path.expanduser(outdir))
     if out.exists() and not out.is_dir():
         raise OutputError(out, "exists and is not a folder")
     try:
@@ -86,25 +122,30 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     except OSError as e:
         raise OutputError(out, f"cannot create folder ({e.strerror or e})") from None
     sheet = out / SHEET_NAME
-    if not no_sheet and sheet.exists() and not overwrite:
-        raise OutputError(sheet, "exists; pass --overwrite to replace it")
+    write_sheet = not no_sheet
+    if write_sheet and sheet.exists() and not overwrite:
+        click.echo(f"note: {sheet}: exists, not replaced (pass --overwrite to replace it)", err=True)
+        write_sheet = False
     key = jax.random.key(seed)
-    rows, failures, written = [], [], 0
+    rows, failures, written, skipped = [], [], 0, 0
     for i, src in enumerate(files):
         ext = output_extension(src)
         dsts = [out / f"{src.stem}_{k:03d}{ext}" for k in range(count)]
+        todo = [d for d in dsts if overwrite or not d.exists()]
+        skipped += count - len(todo)
+        if not todo:  # a re-run: every variant of this image is there already
+            continue
         try:
-            existing = [d for d in dsts if d.exists()]
-            if existing and not overwrite:
-                raise OutputError(existing[0], "exists; pass --overwrite to replace it")
             image = imgproc.load_image(src)
-            if image.ndim == 3 and image.shape[-1] in (2, 4):  # drop alpha: colour ops need RGB or grey
-                click.echo(f"warning: {src}: alpha channel dropped", err=True)
-                image = image[..., :-1]
-            variants = augment_image(pipe, image, key=key, first_index=i * count, count=count)
+            colour, alpha, flat = split_alpha(image)
+            colour = colour[..., 0] if flat else colour
+            variants = _augment_colour(pipe, colour, src, key=key, first_index=i * count, count=count)
+            if alpha is not None:
+                variants = _with_alpha(variants, alpha, src)
             for d, v in zip(dsts, variants):
-                imgproc.save_image(d, v, quality=quality, overwrite=overwrite, source=src)
-                written += 1
+                if d in todo:
+                    imgproc.save_image(d, v, quality=quality, overwrite=overwrite, source=src)
+                    written += 1
         except ImgprocError as e:
             click.echo(f"error: {e}", err=True)
             failures.append((src, e.exit_code))
@@ -114,21 +155,22 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
             failures.append((src, 2))
             continue
         if len(rows) < SHEET_MAX_ROWS:
-            rows.append((src.name, image, variants[:SHEET_MAX_VARIANTS]))
-    if rows and not no_sheet:
+            rows.append((src.name, image, list(variants[:SHEET_MAX_VARIANTS])))
+    if rows and write_sheet:
         from imgproc import figures
 
         ncols = 1 + max(len(v) for _, _, v in rows)
         cells, titles = [], []
         for name, image, variants in rows:
-            row = [image, *variants] + [np.zeros_like(image)] * (ncols - 1 - len(variants))
+            row = [image, *variants] + [np.zeros_like(variants[0])] * (ncols - 1 - len(variants))
             cells += row
             titles += [name] + [f"#{k}" for k in range(len(variants))] + [""] * (ncols - 1 - len(variants))
         tmp = sheet.with_name(f".{sheet.name}.tmp.png")
         figures.contact_sheet(cells, tmp, titles=titles, ncols=ncols)
         tmp.replace(sheet)
     click.echo(f"{written} variants of {len(files) - len(failures)} images written to {out}"
-               + ("" if no_sheet or not rows else f"; contact sheet {sheet}"))
+               + (f", {skipped} skipped (output exists; --overwrite replaces them)" if skipped else "")
+               + ("" if not write_sheet or not rows else f"; contact sheet {sheet}"))
     if failures and len(failures) == len(files):
         ctx.exit(failures[0][1])
     if failures:

@@ -46,6 +46,7 @@ __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_
 OUTPUT_FORMATS = {
     ".jpg": "JPEG",
     ".jpeg": "JPEG",
+    ".jpe": "JPEG",
     ".png": "PNG",
     ".tif": "TIFF",
     ".tiff": "TIFF",

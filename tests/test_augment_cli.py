@@ -50,8 +50,8 @@ def test_writes_variants_and_contact_sheet_reproducibly(setup):
 def test_errors_and_exit_codes(setup):
     src, spec, tmp = setup
     assert run(src, tmp / "out", "--spec", spec, "--count", 1).exit_code == 0
-    r = run(src, tmp / "out", "--spec", spec, "--count", 1)
-    assert r.exit_code == 73 and "--overwrite" in r.output
+    r = run(src, tmp / "out", "--spec", spec, "--count", 1)  # a re-run skips what exists (issue 17 item 12)
+    assert r.exit_code == 0 and "2 skipped" in r.output and "--overwrite" in r.output
     assert run(src, tmp / "out", "--spec", spec, "--count", 1, "--overwrite").exit_code == 0
     bad = tmp / "bad.json"
     bad.write_text('[{"op": "random_hue", "max_delta": 3}]')
