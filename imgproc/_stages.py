@@ -54,7 +54,7 @@ class LoweringHints:
 NO_HINTS = LoweringHints()
 
 # Arguments that a stage supplies itself; never spec options.
-_SUPPLIED = ("key", "image", "images", "params", "layout", "hints")
+_SUPPLIED = ("key", "image", "images", "shape", "params", "layout", "hints")
 
 
 @functools.lru_cache(maxsize=None)
