@@ -11,6 +11,7 @@ one line and an exit code), :mod:`._plan` (inputs to jobs, output checks), :mod:
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -29,7 +30,26 @@ def main():
     # this process owns its allocator: keep freed image-sized buffers for reuse instead of
     # having the kernel zero fresh pages for each one (imgproc.host_memory)
     reuse_host_memory()
-    cli()
+    from imgproc.cli._runner import INTERRUPTS
+
+    try:
+        with INTERRUPTS:  # Ctrl-C and SIGTERM are recorded and honoured at safe points
+            cli()
+    except KeyboardInterrupt:  # came after the command's last safe point
+        click.echo("error: interrupted", err=True)
+        _leave(130)
+    except SystemExit as e:
+        if e.code == 130:
+            _leave(130)
+        raise
+
+
+def _leave(code):
+    """Exit with ``code`` without the interpreter's shutdown, which can crash while XLA
+    threads still work (after an interrupt everything is cleaned up and reported)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 @click.group(cls=ImgprocGroup, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})

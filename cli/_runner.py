@@ -257,7 +257,8 @@ class _Run:
     """One run: decoded images go to the batch stage, its results to the write stage,
     finished writes and every failure to the report."""
 
-    def __init__(self, pipeline, jobs, opts: RunOptions, report, key, raise_unexpected):
+    def __init__(self, pipeline, jobs, opts: RunOptions, report, key, raise_unexpected, stop_point):
+        self.stop_point = stop_point
         workers = opts.workers or min(8, (os.cpu_count() or 2) + 2)
         self.report, self.fail = report, _Failures(report, opts, raise_unexpected)
         self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size))
@@ -266,15 +267,19 @@ class _Run:
 
     def run(self):
         for job, decoded in self.decode:
+            self.stop_point()
             if isinstance(decoded, BaseException):
                 self.fail(job, decoded)
             else:
                 for message in decoded.warnings:
                     self.report.warning(job.src, message)
                 self._send(self.batch.add(decoded))
+            self.stop_point()
             self._collect()
         self._send(self.batch.flush())
+        self.stop_point()
         self._collect(wait=True)
+        self.stop_point()
 
     def _send(self, results: list[Result]):
         for result in results:
@@ -302,18 +307,18 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     file's code with ``fail_fast``. ``raise_unexpected``: let errors other than
     :class:`ImgprocError` (a bad option the pipeline rejects, an internal error) out, as
     a single-file run does, instead of reporting them against the file."""
-    run = _Run(pipeline, _jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected)
+    run = _Run(pipeline, _jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
     interrupted, stopped, code = False, None, None
-    previous = _install_sigterm()
     try:
-        run.run()
+        with INTERRUPTS:
+            INTERRUPTS.stop_point()  # a signal that came while the pipeline was being built
+            run.run()
     except KeyboardInterrupt:
         interrupted = True
     except _Stop as s:
         stopped, code = s.reason, s.code
     finally:
         run.close()
-        _restore_sigterm(previous)
     report.summary(interrupted=interrupted, stopped=stopped)
     if interrupted:
         return 130
@@ -322,23 +327,55 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     return 1 if report.failed else 0
 
 
-def _install_sigterm():
-    """SIGTERM behaves like Ctrl-C (clean stop, partial summary, exit 130)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+class Interrupts:
+    """Ctrl-C (SIGINT) and SIGTERM during a run. The handler only records the signal; the
+    run stops at its next safe point (:meth:`stop_point`: between files, batches and
+    writes), where ``KeyboardInterrupt`` is raised in the main thread, then cleans up and
+    exits 130 with a partial summary.
 
-    def handler(signum, frame):
-        raise KeyboardInterrupt
+    Why not raise from the handler, as Python does: a ``KeyboardInterrupt`` raised while
+    JAX runs Python inside a compilation (a gc callback) is swallowed ("Exception
+    ignored"), so the run went on and exited 0; raised elsewhere inside XLA's work, the
+    process could crash on the way out (exit 139). A compilation therefore finishes
+    before the run stops (a second or two). Outside a run (in the main thread only) the
+    handlers are as before."""
 
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except (ValueError, OSError):
-        return None
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.received = threading.Event()
+        self._previous = []  # one {signal: handler} per enclosing ``with``
+
+    def __enter__(self):
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                try:
+                    previous[sig] = signal.signal(sig, self._record)
+                except (ValueError, OSError):
+                    pass
+        self._previous.append(previous)
+        return self
+
+    def _record(self, signum, frame):
+        self.received.set()
+
+    def stop_point(self):
+        """Raise ``KeyboardInterrupt`` (once) if a signal came since the last one."""
+        if self.received.is_set():
+            self.received.clear()
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.pop().items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
+        self.stop_point()  # a signal after the last safe point still ends the run as interrupted
+        return False
 
 
-def _restore_sigterm(previous):
-    if previous is not None:
-        try:
-            signal.signal(signal.SIGTERM, previous)
-        except (ValueError, OSError):
-            pass
+# The command's one instance: its entry point holds it from the start, so a signal while
+# the pipeline is built or compiled is also kept for the run's first safe point.
+INTERRUPTS = Interrupts()
