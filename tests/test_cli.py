@@ -100,6 +100,15 @@ def test_help_documents_exit_codes_and_info_runs():
     assert code == 0 and "backend cpu" in out and "jax " in out
 
 
+@pytest.mark.parametrize("command, own", [("denoise", "--method"), ("blur", "--kind"), ("sharpen", "--center"), ("run", "--seed")])
+def test_help_lists_own_options_before_shared(command, own):
+    code, out, _ = run(command, "--help")
+    assert code == 0
+    assert out.index(own) < out.index("--overwrite") < out.index("--batch-size")
+    if command == "denoise":
+        assert out.index("--noise-sigma") < out.index("--overwrite")
+
+
 def test_installed_console_script(noisy, tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
     res = subprocess.run([exe, "denoise", str(noisy), str(tmp_path / "o.jpg")], capture_output=True, text=True)
