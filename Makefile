@@ -10,6 +10,12 @@ $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# `make demo` needs the package alone; `make test` adds the test extras, `make bench` the
+# bench extras. Each install has its own stamp, so the targets work in any order.
+$(VENV)/.installed-demo: pyproject.toml $(VENV)/bin/activate
+	$(PIP) install --quiet -e .
+	touch $@
+
 $(VENV)/.installed: pyproject.toml $(VENV)/bin/activate
 	$(PIP) install --quiet -e ".[test]"
 	touch $@
@@ -18,7 +24,7 @@ $(VENV)/.installed-bench: pyproject.toml $(VENV)/.installed
 	$(PIP) install --quiet -e ".[test,bench]"
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-demo
 	$(PY) scripts/demo.py
 
 test: $(VENV)/.installed

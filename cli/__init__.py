@@ -52,7 +52,15 @@ def _leave(code):
     os._exit(code)
 
 
-@click.group(cls=ImgprocGroup, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+DOCS_EPILOG = """\b
+Documentation (installed with the package; no checkout needed):
+  imgproc docs cli       the command line: inputs, outputs, options, exit codes
+  imgproc docs augment   training augmentation (imgproc augment, the JAX API)
+
+""" + EXIT_CODES
+
+
+@click.group(cls=ImgprocGroup, epilog=DOCS_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.version_option(package_name="imgproc-jax", prog_name="imgproc")
 def cli(debug):
@@ -65,7 +73,7 @@ def cli(debug):
     which mirrors the input tree. Random specs: imgproc run SPEC IN OUT --seed N; imgproc
     ops lists the ops. Inputs are never modified; outputs are written atomically; existing
     outputs are skipped unless --overwrite. A folder run logs each failing file, goes on,
-    and ends with a summary (exit 1 when some failed). See docs/cli.md.
+    and ends with a summary (exit 1 when some failed). Documentation: imgproc docs cli.
     """
 
 
@@ -85,7 +93,7 @@ def cli(debug):
 @mode_option
 @click.pass_context
 def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
-    """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see docs/cli.md and the README)."""
+    """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see `imgproc docs cli`)."""
     from imgproc.cli import _denoise
     from imgproc.cli._plan import is_folder_run
 
@@ -181,6 +189,23 @@ def info():
     click.echo(f"backend {jax.default_backend()}")
     for d in jax.devices():
         click.echo(f"device {d.id}: {d.platform} {d.device_kind}")
+
+
+DOC_PAGES = {"cli": "cli.md", "augment": "augment.md"}
+
+
+@cli.command("docs")
+@click.argument("page", type=click.Choice(sorted(DOC_PAGES)), default="cli")
+def docs_cmd(page):
+    """Print the documentation PAGE (cli or augment; default cli), installed with the
+    package: through a pager on a terminal, plain otherwise."""
+    from importlib.resources import files
+
+    text = (files("imgproc.docs") / DOC_PAGES[page]).read_text(encoding="utf-8")
+    if sys.stdout.isatty():
+        click.echo_via_pager(text)
+    else:
+        click.echo(text, nl=False)
 
 
 from imgproc.cli.augment import augment as _augment  # noqa: E402 - imgproc augment

@@ -104,6 +104,12 @@ def io_options(fn):
         ctx.obj = RunOptions(**shared, input=inputs[0], inputs=inputs, debug=bool(ctx.find_root().params.get("debug", False)))
         return fn(**kwargs)
 
+    # click lists a command's params in the reverse order of ``__click_params__`` (the
+    # decorator applied last comes first). The shared options go to the front of that list,
+    # so ``--help`` shows the command's own options first; IN and OUT stay where they are
+    # (their order among the arguments is what the parser uses).
+    params = wrapper.__dict__.setdefault("__click_params__", [])
+    n_before = len(params)
     opt = click.option
     for decorator in reversed([
         click.argument("inputs", nargs=-1, required=True, metavar="IN..."),
@@ -128,6 +134,9 @@ def io_options(fn):
         opt("--log-interval", type=click.FloatRange(min=0), default=10.0, show_default=True, hidden=True),
     ]):
         wrapper = decorator(wrapper)
+    added = params[n_before:]
+    params[n_before:] = [p for p in added if not isinstance(p, click.Option)]
+    params[:0] = [p for p in added if isinstance(p, click.Option)]
     return wrapper
 
 

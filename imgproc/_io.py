@@ -22,7 +22,7 @@ Conversions on save (no hidden rescaling otherwise): float images are taken as v
 PNG/TIFF (grey through Pillow, colour through OpenCV or tifffile, grey + alpha to PNG
 through imagecodecs) and scaled to 8 bits
 (``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
-and BMP.
+and BMP. TIFF is written with lossless Deflate (zlib) compression.
 """
 
 from __future__ import annotations
@@ -155,6 +155,8 @@ def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes
         params["exif"] = exif
     if icc_profile and fmt in ("JPEG", "PNG", "WEBP", "TIFF"):
         params["icc_profile"] = icc_profile
+    if fmt == "TIFF":  # lossless Deflate (zlib), as tifffile writes 16-bit colour
+        params["compression"] = "tiff_adobe_deflate"
     buf = io.BytesIO()
     if fmt == "TIFF":  # libtiff (Pillow's TIFF writer with compression) prints on fd 2
         with _native_call(fmt):

@@ -100,6 +100,25 @@ def test_help_documents_exit_codes_and_info_runs():
     assert code == 0 and "backend cpu" in out and "jax " in out
 
 
+@pytest.mark.parametrize("command, own", [("denoise", "--method"), ("blur", "--kind"), ("sharpen", "--center"), ("run", "--seed")])
+def test_help_lists_own_options_before_shared(command, own):
+    code, out, _ = run(command, "--help")
+    assert code == 0
+    assert out.index(own) < out.index("--overwrite") < out.index("--batch-size")
+    if command == "denoise":
+        assert out.index("--noise-sigma") < out.index("--overwrite")
+
+
+def test_docs_command_prints_the_installed_docs():
+    code, out, _ = run("docs", "cli")
+    assert code == 0 and out.startswith("# The `imgproc` command line\n")
+    code, out, _ = run("docs", "augment")
+    assert code == 0 and out.startswith("# Training augmentation\n")
+    assert run("docs")[1].startswith("# The `imgproc` command line")
+    code, out, _ = run("--help")
+    assert "imgproc docs cli" in out
+
+
 def test_installed_console_script(noisy, tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
     res = subprocess.run([exe, "denoise", str(noisy), str(tmp_path / "o.jpg")], capture_output=True, text=True)

@@ -97,3 +97,18 @@ def test_unknown_extension_and_bad_quality(tmp_path):
         imgproc.save_image(tmp_path / "a.xyz", np.zeros((2, 2), np.uint8))
     with pytest.raises(ValueError, match="quality must be an integer from 1 to 100"):
         imgproc.save_image(tmp_path / "a.jpg", np.zeros((2, 2), np.uint8), quality=0)
+
+
+@pytest.mark.parametrize("dtype, channels", [(np.uint8, 3), (np.uint8, 4), (np.uint8, 0), (np.uint16, 0), (np.uint16, 3)])
+def test_tiff_output_is_compressed_losslessly(tmp_path, dtype, channels):
+    yy, xx = np.mgrid[0:64, 0:64]
+    scale = 1000 if dtype == np.uint16 else 3
+    planes = [xx * scale, yy * scale, (xx + yy) * (scale // 2), np.full((64, 64), 200)]
+    image = (np.stack(planes[:channels], -1) if channels else xx * scale).astype(dtype)
+    out = tmp_path / "smooth.tif"
+    imgproc.save_image(out, image)
+    back = imgproc.load_image(out)
+    assert back.dtype == image.dtype and np.array_equal(back, image)
+    assert out.stat().st_size < image.nbytes
+    with Image.open(out) as im:
+        assert im.info.get("compression") == "tiff_adobe_deflate"

@@ -1,5 +1,6 @@
 """`pip install .` installs imgproc (with imgproc.kernels and imgproc.cli) and nothing else
-at the top level: `kernels` and `cli` are names taken on PyPI."""
+at the top level: `kernels` and `cli` are names taken on PyPI. The docs ship inside it
+(`imgproc.docs`), for `imgproc docs`."""
 
 import subprocess
 import sys
@@ -28,3 +29,11 @@ def test_pip_install_layout(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().startswith(str(target))
+    for page in ("cli.md", "augment.md"):
+        assert (target / "imgproc" / "docs" / page).exists(), page
+    res = subprocess.run(
+        [sys.executable, "-c", "from imgproc.cli import cli; cli(['docs', 'augment'])"],
+        cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True, text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("# Training augmentation")
