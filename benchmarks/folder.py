@@ -65,14 +65,14 @@ def run(quick: bool = False):
         exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
 
         def imgproc_job():
-            r = subprocess.run([exe, "denoise", str(src), str(tmp / "out-imgproc"), "-q", "--overwrite"],
+            r = subprocess.run([exe, "denoise", str(src), str(tmp / "out-imgproc"), "--method", "chapter", "-q", "--overwrite"],
                                capture_output=True, text=True)
             assert r.returncode == 0, r.stderr
 
         workers = min(8, (os.cpu_count() or 2) + 2)
         group = Group("folder_denoise", f"Folder of {n} JPEGs {W}x{H}: denoise, whole job", baseline="opencv_script")
         rows = time_group(group.id, [
-            Case("imgproc_cli", "imgproc denoise (CLI, whole process)", imgproc_job, images=n),
+            Case("imgproc_cli", "imgproc denoise --method chapter (CLI, whole process)", imgproc_job, images=n),
             Case("opencv_script", f"OpenCV script ({workers} threads)",
                  lambda: opencv_script(src, tmp / "out-cv", workers), images=n),
         ], repeats=1)
