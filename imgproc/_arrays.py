@@ -29,8 +29,8 @@ import jax.numpy as jnp
 from imgproc._validate import DTYPES, LAYOUTS, check_dtype, check_layout
 
 __all__ = [
-    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "resolve_max",
-    "spatial_axes", "to_bhwc", "to_compute", "to_output",
+    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "resolve_max",
+    "spatial_axes", "to_bhwc", "to_compute", "to_nhwc", "to_output",
 ]
 
 
@@ -90,3 +90,25 @@ def dtype_max(dtype) -> float:
 def resolve_max(max_value, dtype):
     """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
     return dtype_max(dtype) if max_value is None else max_value
+
+
+def to_nhwc(x, layout):
+    """(N, H, W, C) view of ``x``: channels kept together (transposes channel-first)."""
+    if layout == "HW":
+        return x[None, :, :, None]
+    if layout == "HWC":
+        return x[None]
+    if layout == "CHW":
+        return jnp.moveaxis(x, 0, -1)[None]
+    if layout == "NCHW":
+        return jnp.moveaxis(x, 1, -1)
+    return x
+
+
+def from_nhwc(y, layout, shape):
+    """Inverse of :func:`to_nhwc` for a result of the original ``shape``."""
+    if layout == "CHW":
+        return jnp.moveaxis(y[0], -1, 0)
+    if layout == "NCHW":
+        return jnp.moveaxis(y, -1, 1)
+    return y.reshape(shape)

@@ -16,14 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from imgproc._arrays import check_dtype, resolve_max
+from imgproc._arrays import check_dtype, from_nhwc, resolve_max, to_nhwc
 from imgproc._checks import check_image
 from imgproc._types import callers_type
 from imgproc._noise_level import sigma_nhwc
+from imgproc._validate import check_choice, check_int, check_mode, check_number, check_odd, check_per_image
 
 __all__ = ["bm3d"]
 
-MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
 _JNP_MODE = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap", "constant": "constant"}
 STAGES = ("both", "hard")
 GROUP_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -374,14 +374,6 @@ def _run_bands(x, bands, sig, mx, cv, *, static, out_dtype):
 # public API
 
 
-def _check_int(name, value, lo, hi, *, odd=False):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi \
-            or (odd and value % 2 == 0):
-        kind = "an odd integer" if odd else "an integer"
-        raise ValueError(f"{name} must be {kind} in [{lo}, {hi}]; got {value!r}")
-    return int(value)
-
-
 @callers_type
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
          group_size=(16, 16), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect",
@@ -499,15 +491,13 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       >>> bool(np.abs(out - clean).std() < 0.3 * np.abs(noisy - clean).std())
       True
     """
-    if stage not in STAGES:
-        raise ValueError(f"stage must be one of {', '.join(map(repr, STAGES))}; got {stage!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
-    block_size = _check_int("block_size", block_size, 2, MAX_BLOCK)
-    step = _check_int("step", step, 1, block_size)
-    search_size = _check_int("search_size", search_size, 1, MAX_SEARCH, odd=True)
-    chunk_refs = _check_int("chunk_refs", chunk_refs, 1, 1 << 24)
-    threads = _check_int("threads", threads, 1, 1024)
+    check_choice("stage", stage, STAGES)
+    mode = check_mode(mode)
+    block_size = check_int("block_size", block_size, low=2, high=MAX_BLOCK)
+    step = check_int("step", step, low=1, high=block_size)
+    search_size = check_odd("search_size", search_size, low=1, high=MAX_SEARCH)
+    chunk_refs = check_int("chunk_refs", chunk_refs, low=1, high=1 << 24)
+    threads = check_int("threads", threads, low=1, high=1024)
     if (not isinstance(group_size, (tuple, list)) or len(group_size) != 2
             or any(g not in GROUP_SIZES for g in group_size)):
         raise ValueError(f"group_size must be a pair of powers of two from {GROUP_SIZES}; got {group_size!r}")
@@ -515,31 +505,16 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
         raise ValueError(f"group_size {tuple(group_size)} needs a search window of at least "
                          f"{max(group_size)} blocks; search_size={search_size} has {search_size ** 2}")
     for name, v in (("lambda_hard", lambda_hard), ("mu2", mu2), ("beta", beta)):
-        if not np.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a finite number >= 0; got {v!r}")
-    if sigma is not None and not isinstance(sigma, jax.core.Tracer):
-        s = np.asarray(sigma, np.float64)
-        if s.ndim > 1:
-            raise ValueError(f"sigma must be a number (or one per batch image); got shape {s.shape}")
-        if not np.all(np.isfinite(s)) or np.any(s < 0):
-            raise ValueError(f"sigma must be finite and >= 0 (or None to estimate it); got {sigma!r}")
-    if max_value is not None and not isinstance(max_value, jax.core.Tracer):
-        if not np.isfinite(max_value) or max_value <= 0:
-            raise ValueError(f"max_value must be finite and > 0; got {max_value!r}")
+        check_number(name, v, low=0)
+    check_per_image("sigma", sigma, allow_none=True)
+    if max_value is not None:
+        check_number("max_value", max_value, low=0, low_open=True)
 
     image, layout = check_image(image, layout)
     dtype = image.dtype
     check_dtype(dtype)
     max_value = resolve_max(max_value, dtype)
-    x = jnp.asarray(image)
-    if layout in ("HW",):
-        x = x[None, :, :, None]
-    elif layout == "HWC":
-        x = x[None]
-    elif layout == "CHW":
-        x = jnp.moveaxis(x, 0, -1)[None]
-    elif layout == "NCHW":
-        x = jnp.moveaxis(x, 1, -1)
+    x = to_nhwc(jnp.asarray(image), layout)
     b, h, w, c = x.shape
     rest = (("stage", stage), ("mode", mode), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
@@ -557,12 +532,4 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
         y = _run_bands(x, bands, sig, mx, cv, static=static, out_dtype=out_dtype)
     else:
         y = _bm3d_jit(x, sig, mx, cv, estimate=sigma is None, static=static, out_dtype=out_dtype)
-    if layout == "HW":
-        return y[0, :, :, 0]
-    if layout == "HWC":
-        return y[0]
-    if layout == "CHW":
-        return jnp.moveaxis(y[0], -1, 0)
-    if layout == "NCHW":
-        return jnp.moveaxis(y, -1, 1)
-    return y
+    return from_nhwc(y, layout, image.shape)

@@ -53,6 +53,7 @@ __all__ = [
     "check_mode",
     "check_key",
     "check_number",
+    "check_int",
     "check_odd",
     "check_per_image",
     "check_odd_pair",
@@ -120,6 +121,13 @@ def check_choice(name, value, allowed):
 
 def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def check_int(name, value, *, low, high) -> int:
+    """An integer in ``[low, high]``, as ``int``."""
+    if not _is_int(value) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}]; got {value!r}")
+    return int(value)
 
 
 def check_odd(name, size, *, low=1, high=None) -> int:

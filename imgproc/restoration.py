@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from imgproc._arrays import resolve_max, to_bhwc, to_output
+from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
 from imgproc._boundary import index_map, pad_axis
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
@@ -59,27 +59,6 @@ def _prepare(image, layout, mode=None):
 
 
 # ----------------------------------------------------------------------------- layouts
-
-
-def _to_nhwc(x, layout):
-    """(N, H, W, C) view of ``x``: channels kept together (transposes channel-first)."""
-    if layout == "HW":
-        return x[None, :, :, None]
-    if layout == "HWC":
-        return x[None]
-    if layout == "CHW":
-        return jnp.moveaxis(x, 0, -1)[None]
-    if layout == "NCHW":
-        return jnp.moveaxis(x, 1, -1)
-    return x
-
-
-def _from_nhwc(y, layout, shape):
-    if layout == "CHW":
-        return jnp.moveaxis(y[0], -1, 0)
-    if layout == "NCHW":
-        return jnp.moveaxis(y, -1, 1)
-    return y.reshape(shape)
 
 
 def _per_image(values, layout):
@@ -119,7 +98,7 @@ def _per_image_scalar(value, n):
 # PyWavelets' db2 decomposition high-pass filter (pywt.Wavelet("db2").dec_hi)
 @functools.partial(jax.jit, static_argnames=("layout",))
 def _estimate_sigma(image, *, layout):
-    return sigma_nhwc(_to_nhwc(image.astype(jnp.float32), layout))
+    return sigma_nhwc(to_nhwc(image.astype(jnp.float32), layout))
 
 
 @callers_type
@@ -298,7 +277,7 @@ def _impulse_mask(x, med, max_value):
 
 @functools.partial(jax.jit, static_argnames=("layout",))
 def _impulse_fraction(image, max_value, *, layout):
-    x = _to_nhwc(image.astype(jnp.float32), layout)
+    x = to_nhwc(image.astype(jnp.float32), layout)
     med = _median_nhwc(x, size=3, mode="reflect")
     return _impulse_mask(x, med, max_value).mean(axis=(1, 2, 3))
 
@@ -413,7 +392,7 @@ H_PER_SIGMA = 0.6
 
 @functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate"))
 def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
-    x = _to_nhwc(image.astype(jnp.float32), layout)
+    x = to_nhwc(image.astype(jnp.float32), layout)
     n = x.shape[0]
     if estimate:
         sigma = sigma_nhwc(x)
@@ -422,7 +401,7 @@ def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
         sigma = _per_image_scalar(sigma, n)
         h = _per_image_scalar(h, n)
     y = _nlm_nhwc(x, sigma, h, r=r, d=d, mode=mode)
-    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+    return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
 @callers_type
@@ -612,9 +591,9 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
 
 @functools.partial(jax.jit, static_argnames=("r", "mode", "layout"))
 def _bilateral(image, sigma_color, sigma_spatial, *, r, mode, layout):
-    x = _to_nhwc(image.astype(jnp.float32), layout)
+    x = to_nhwc(image.astype(jnp.float32), layout)
     y = _bilateral_nhwc(x, sigma_color, sigma_spatial, r=r, mode=mode)
-    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+    return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
 @callers_type
@@ -677,10 +656,10 @@ def _auto_one(x, max_value, sigma_override, *, r, d):
 
 @functools.partial(jax.jit, static_argnames=("layout", "r", "d"))
 def _auto(image, max_value, sigma, *, layout, r, d):
-    x = _to_nhwc(image.astype(jnp.float32), layout)
+    x = to_nhwc(image.astype(jnp.float32), layout)
     # one image at a time (lax.map): lax.switch then runs only the chosen method
     y = lax.map(lambda im: _auto_one(im[None], max_value, sigma, r=r, d=d)[0], x)
-    return to_output(_from_nhwc(y, layout, image.shape), image.dtype)
+    return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
 def auto_choice(image, *, max_value=None, layout=None):

@@ -142,7 +142,7 @@ def test_bior15_matrix_matches_pywavelets():
     (dict(block_size=0), "block_size"),
     (dict(step=9), "step"),
     (dict(stage="wiener"), "'both', 'hard'"),
-    (dict(mode="symmetric"), "'reflect'"),
+    (dict(mode="symmetric"), "reflect, mirror, nearest, wrap, constant"),
     (dict(group_size=(16, 24)), "group_size"),
     (dict(search_size=3, group_size=(16, 32)), "group_size"),
     (dict(max_value=0), "max_value"),
