@@ -40,10 +40,7 @@ def rgb_to_hsv(image, *, layout=None):
         >>> np.asarray(imgproc.rgb_to_hsv(np.array([[[1.0, 0.0, 0.0]]], np.float32))).tolist()
         [[[0.0, 1.0, 1.0]]]
     """
-    image, layout = check_image(image, layout)
-    need_rgb(image, layout, "rgb_to_hsv")
-    (r, g, b), ax = _channel_split(to_float(jnp.asarray(image)), layout)
-    return jnp.stack(_rgb_to_hsv(r, g, b), axis=ax)
+    return _on_planes(image, layout, "rgb_to_hsv", _rgb_to_hsv)[0]
 
 
 def _rgb_to_hsv(red, green, blue):
@@ -88,19 +85,21 @@ def hsv_to_rgb(image, *, layout=None):
         >>> np.asarray(imgproc.hsv_to_rgb(np.array([[[1.0, 1.0, 1.0]]], np.float32))).tolist()
         [[[1.0, 0.0, 0.0]]]
     """
+    return _on_planes(image, layout, "hsv_to_rgb", _hsv_to_rgb)[0]
+
+
+def _on_planes(image, layout, name, fn):
+    """``fn(p0, p1, p2)`` of a 3-channel image's float32 planes, stacked back along the
+    channel axis; also the checked image (for its dtype)."""
     image, layout = check_image(image, layout)
-    need_rgb(image, layout, "hsv_to_rgb")
-    (h, s, v), ax = _channel_split(to_float(jnp.asarray(image)), layout)
-    return jnp.stack(_hsv_to_rgb(h, s, v), axis=ax)
+    need_rgb(image, layout, name)
+    planes, ax = _channel_split(to_float(jnp.asarray(image)), layout)
+    return jnp.stack(fn(*planes), axis=ax), image
 
 
 def _hsv_op(image, layout, name, fn):
-    image, layout = check_image(image, layout)
-    need_rgb(image, layout, name)
-    (r, g, b), ax = _channel_split(to_float(jnp.asarray(image)), layout)
-    h, s, v = _rgb_to_hsv(r, g, b)
-    h, s, v = fn(h, s, v)
-    return back(jnp.stack(_hsv_to_rgb(h, s, v), axis=ax), image.dtype)
+    y, image = _on_planes(image, layout, name, lambda r, g, b: _hsv_to_rgb(*fn(*_rgb_to_hsv(r, g, b))))
+    return back(y, image.dtype)
 
 
 @callers_type
