@@ -17,23 +17,37 @@ import sys
 import click
 
 from imgproc.cli._group import ImgprocGroup
+from imgproc.cli._interrupts import INTERRUPTS
 from imgproc.cli._options import EXIT_CODES, MODES, RunOptions, io_options, mode_option, output_extension
-from imgproc.cli._process import load_spec, process
-from imgproc.host_memory import reuse_host_memory
 
 __all__ = ["cli", "main", "EXIT_CODES", "MODES", "RunOptions", "io_options", "mode_option", "output_extension",
            "load_spec", "process"]
 
 
-def main():
-    """The console entry point (``imgproc = "imgproc.cli:main"``)."""
-    # this process owns its allocator: keep freed image-sized buffers for reuse instead of
-    # having the kernel zero fresh pages for each one (imgproc.host_memory)
-    reuse_host_memory()
-    from imgproc.cli._runner import INTERRUPTS
+def __getattr__(name):
+    # the runner imports NumPy and the loader: loaded when a command runs, not at start-up
+    if name in ("load_spec", "process"):
+        from imgproc.cli import _process
 
+        return getattr(_process, name)
+    raise AttributeError(f"module 'imgproc.cli' has no attribute {name!r}")
+
+
+def main():
+    """The console entry point (``imgproc = "imgproc.cli:main"``).
+
+    The signal handlers go in first: this module and the modules it imports at the top
+    use the standard library and click only, and NumPy and JAX (most of the start-up
+    time) are imported by the command that needs them, under the handlers. A Ctrl-C or
+    SIGTERM at any point after this line ends the command with 130; only Python's own
+    start-up (tens of milliseconds) comes before it."""
     try:
         with INTERRUPTS:  # Ctrl-C and SIGTERM are recorded and honoured at safe points
+            from imgproc.host_memory import reuse_host_memory
+
+            # this process owns its allocator: keep freed image-sized buffers for reuse
+            # instead of having the kernel zero fresh pages for each one (imgproc.host_memory)
+            reuse_host_memory()
             cli()
     except KeyboardInterrupt:  # came after the command's last safe point
         click.echo("error: interrupted", err=True)
@@ -42,6 +56,13 @@ def main():
         if e.code == 130:
             _leave(130)
         raise
+
+
+def _run(pipe, opts, *, key=None) -> int:
+    """Run ``pipe`` over the command's inputs (imports the runner, NumPy and the loader)."""
+    from imgproc.cli._process import process
+
+    return process(pipe, opts, key=key)
 
 
 def _leave(code):
@@ -101,7 +122,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
         pipe = _denoise.verbose(pipe, opts.input, method, is_folder_run(opts))
-    ctx.exit(process(pipe, opts))
+    ctx.exit(_run(pipe, opts))
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -121,7 +142,7 @@ def blur(ctx, sigma, kind, size, mode):
             stage["size"] = size
     else:
         stage = {"op": "box_blur", "size": 5 if size is None else size, "mode": mode}
-    ctx.exit(process(imgproc.Pipeline([stage], bucket=True), ctx.obj))
+    ctx.exit(_run(imgproc.Pipeline([stage], bucket=True), ctx.obj))
 
 
 @cli.command("sharpen", epilog=EXIT_CODES)
@@ -137,7 +158,7 @@ def sharpen_cmd(ctx, size, center, mode):
     stage = {"op": "sharpen", "size": size, "mode": mode}
     if center is not None:
         stage["center"] = center
-    ctx.exit(process(imgproc.Pipeline([stage], bucket=True), ctx.obj))
+    ctx.exit(_run(imgproc.Pipeline([stage], bucket=True), ctx.obj))
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -150,6 +171,8 @@ def sharpen_cmd(ctx, size, center, mode):
 def run(ctx, spec, seed):
     """Run the pipeline in SPEC (a JSON list of {"op": NAME, ...options}) on IN into OUT.
     List the ops and their options with `imgproc ops`."""
+    from imgproc.cli._process import load_spec
+
     pipe = load_spec(spec, bucket=True)
     key = None
     if pipe.is_random:
@@ -158,15 +181,16 @@ def run(ctx, spec, seed):
         import jax
 
         key = jax.random.key(seed)
-    ctx.exit(process(pipe, ctx.obj, key=key))
+    ctx.exit(_run(pipe, ctx.obj, key=key))
 
 
 @cli.command()
 def ops():
     """List the ops a spec can use ({"op": NAME, ...}) and their options (* required)."""
-    from imgproc._stages import lookup, registered_ops
+    import imgproc
+    from imgproc._stages import lookup
 
-    for name in registered_ops():
+    for name in imgproc.registered_ops():
         info = lookup(name)
         allowed, required = info.option_names()
         options = ", ".join(o + ("*" if o in required else "") for o in sorted(allowed)) or "(none)"

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import click
 
-from imgproc._io import OUTPUT_FORMATS
-from imgproc._loader import DEFAULT_MAX_PIXELS
+from imgproc._file_formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
 
 EXIT_CODES = """\b
 Exit codes:

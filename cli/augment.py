@@ -21,8 +21,6 @@ from pathlib import Path
 import click
 
 from imgproc.cli._options import EXIT_CODES, output_extension
-from imgproc.cli._process import load_spec
-from imgproc.cli._runner import split_alpha
 
 SHEET_NAME = "contact_sheet.png"
 SHEET_MAX_ROWS = 8
@@ -111,6 +109,9 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
 
     import imgproc
     from imgproc.errors import ImgprocError, OutputError
+
+    from imgproc.cli._process import load_spec
+    from imgproc.cli._runner import split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     files = _inputs(os.path.expanduser(input))

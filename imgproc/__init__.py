@@ -3,6 +3,12 @@
 Filters match scipy.ndimage (float64 reference) to float32 precision; pipelines run as one
 compiled XLA program on CPU, GPU or TPU. See the README for the tour and the layout.
 
+``import imgproc`` is lazy (as scikit-image's is): it imports neither JAX nor NumPy. The
+first public name looked up (``imgproc.gaussian_blur``, ``from imgproc import Pipeline``)
+imports :mod:`imgproc._api`, which imports every op family at once, so every op is
+registered for specs from then on. The command line relies on this: ``imgproc ...`` installs
+its Ctrl-C and SIGTERM handlers before JAX is imported.
+
 Example:
     >>> import numpy as np, imgproc
     >>> img = imgproc.load_image("sample_images/chelsea_noisy.jpg")
@@ -11,68 +17,36 @@ Example:
     ((300, 451, 3), dtype('uint8'))
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
 
-from imgproc import kernels
-from imgproc._convolution import convolve, correlate
-from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
-from imgproc._io import load_image, save_image
-from imgproc._pipeline import Pipeline
-from imgproc._stages import LoweringHints, register_op, registered_ops
-from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
-from imgproc import augment, presets
-from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
-from imgproc.errors import ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, WriteError
-from imgproc.metrics import psnr, ssim
-from imgproc import restoration  # registers the denoising ops as pipeline stages
-from imgproc.restoration import (
-    bilateral,
-    bm3d,
-    denoise,
-    estimate_sigma,
-    impulse_fraction,
-    median,
-    nl_means,
-    tv_chambolle,
-)
-from imgproc.host_memory import reuse_host_memory
+def __getattr__(name: str):
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
 
-try:
-    __version__ = _version("imgproc-jax")
-except PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0+unknown"
+        try:
+            return version("imgproc-jax")
+        except PackageNotFoundError:  # running from a source tree without installing
+            return "0+unknown"
+    if name.startswith("_") and name != "__all__":
+        raise AttributeError(f"module 'imgproc' has no attribute {name!r}")
+    import importlib
+    import importlib.util
+    import sys
 
-__all__ = [
-    "DTYPES",
-    "LAYOUTS",
-    "METHODS",
-    "MODES",
-    "ImgprocError",
-    "InputError",
-    "InvalidImageError",
-    "LayoutWarning",
-    "LoweringHints",
-    "OutputError",
-    "Pipeline",
-    "WriteError",
-    "box_blur",
-    "convolve",
-    "correlate",
-    "edges",
-    "emboss",
-    "gaussian_blur",
-    "kernels",
-    "load_image",
-    "presets",
-    "psnr",
-    "ssim",
-    "register_op",
-    "registered_ops",
-    "reuse_host_memory",
-    "save_image",
-    "sharpen",
-    "unsharp_mask",
-]
-__all__ += ["augment", *augment.__all__]
-__all__ += ["restoration", "bilateral", "bm3d", "denoise", "estimate_sigma", "impulse_fraction", "median", "nl_means",
-            "tv_chambolle"]
+    api = sys.modules.get(f"{__name__}._api")
+    if api is not None and hasattr(api, name):  # the usual case, after the first look-up
+        return getattr(api, name)
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        # a submodule (``from imgproc import kernels`` asks here first): import it alone
+        return importlib.import_module(f"{__name__}.{name}")
+    from imgproc import _api
+
+    try:
+        return getattr(_api, name)
+    except AttributeError:
+        raise AttributeError(f"module 'imgproc' has no attribute {name!r}") from None
+
+
+def __dir__():
+    from imgproc import _api
+
+    return sorted({"__doc__", "__file__", "__name__", "__path__", "__version__", *_api.__all__})

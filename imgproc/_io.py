@@ -36,23 +36,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from imgproc._loader import DEFAULT_MAX_PIXELS, read_image
+from imgproc._file_formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
+from imgproc._loader import read_image
 from imgproc._native_stderr import captured, library_log
 from imgproc._validate import check_saved_float_range
 from imgproc.errors import OutputError, WriteError
 
 __all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
 
-OUTPUT_FORMATS = {
-    ".jpg": "JPEG",
-    ".jpeg": "JPEG",
-    ".jpe": "JPEG",
-    ".png": "PNG",
-    ".tif": "TIFF",
-    ".tiff": "TIFF",
-    ".webp": "WEBP",
-    ".bmp": "BMP",
-}
 TEMP_SUFFIX = ".imgproc-tmp"
 _NO_ALPHA = {"JPEG", "BMP"}
 _SIXTEEN_BIT_GRAY = {"PNG", "TIFF"}

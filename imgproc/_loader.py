@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageFile, UnidentifiedImageError
 
+from imgproc._file_formats import ALLOWED_FORMATS, DEFAULT_MAX_PIXELS
 from imgproc._deep_colour import decode_png16, decode_tiff16
 from imgproc._native_stderr import captured, library_log
 from imgproc._reasons import explain
@@ -73,8 +74,6 @@ __all__ = [
     "sniff_format",
 ]
 
-ALLOWED_FORMATS = ("JPEG", "PNG", "WEBP", "TIFF", "BMP", "GIF")
-DEFAULT_MAX_PIXELS = 90_000_000
 # Files larger than this are refused before being read (an image within max_pixels at
 # 16 bits x 4 channels uncompressed, plus room for metadata).
 _MAX_FILE_BYTES_PER_PIXEL = 8

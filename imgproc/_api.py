@@ -1,0 +1,67 @@
+"""Everything ``import imgproc`` offers, imported at once.
+
+``imgproc/__init__.py`` is lazy: ``import imgproc`` imports neither JAX nor NumPy, so the
+command line starts (and installs its signal handlers) before the heavy imports. The first
+attribute looked up on the package (``imgproc.gaussian_blur``) imports this module, which
+imports every op family; importing the families registers their ops, so specs can name any
+of them from then on.
+"""
+
+from imgproc import kernels
+from imgproc._convolution import convolve, correlate
+from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
+from imgproc._io import load_image, save_image
+from imgproc._pipeline import Pipeline
+from imgproc._stages import LoweringHints, register_op, registered_ops
+from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
+from imgproc import augment, presets
+from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
+from imgproc.errors import ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, WriteError
+from imgproc.metrics import psnr, ssim
+from imgproc import restoration  # registers the denoising ops as pipeline stages
+from imgproc.restoration import (
+    bilateral,
+    bm3d,
+    denoise,
+    estimate_sigma,
+    impulse_fraction,
+    median,
+    nl_means,
+    tv_chambolle,
+)
+from imgproc.host_memory import reuse_host_memory
+
+__all__ = [
+    "DTYPES",
+    "LAYOUTS",
+    "METHODS",
+    "MODES",
+    "ImgprocError",
+    "InputError",
+    "InvalidImageError",
+    "LayoutWarning",
+    "LoweringHints",
+    "OutputError",
+    "Pipeline",
+    "WriteError",
+    "box_blur",
+    "convolve",
+    "correlate",
+    "edges",
+    "emboss",
+    "gaussian_blur",
+    "kernels",
+    "load_image",
+    "presets",
+    "psnr",
+    "ssim",
+    "register_op",
+    "registered_ops",
+    "reuse_host_memory",
+    "save_image",
+    "sharpen",
+    "unsharp_mask",
+]
+__all__ += ["augment", *augment.__all__]
+__all__ += ["restoration", "bilateral", "bm3d", "denoise", "estimate_sigma", "impulse_fraction", "median", "nl_means",
+            "tv_chambolle"]
