@@ -8,6 +8,8 @@ a device are not inspected, so dispatch stays asynchronous.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
@@ -66,16 +68,23 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 
 
 def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:
-    """Raise ValueError for NaN/Inf or |value| > max_abs in a float array (concrete only)."""
+    """Raise ValueError for NaN/Inf or |value| > max_abs in a float array (concrete only).
+
+    Two reductions (min and max: NaN propagates through both) and no temporary array, so
+    the check costs two reads of the image (the element-wise search for the first bad
+    index runs only on the error path; benchmarks/NOTES.md, "The eager call")."""
     arr = np.asarray(image)
     if not np.issubdtype(arr.dtype, np.floating) and arr.dtype.name != "bfloat16":
         return
-    arr = arr.astype(np.float32, copy=False)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+    if arr.size == 0:
+        return
+    if arr.dtype.name == "bfloat16":
+        arr = arr.astype(np.float32)
+    lo, hi = float(arr.min()), float(arr.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
         raise ValueError(f"{name} contains NaN or infinity (first at index {where}); only finite values are allowed")
-    peak = float(np.abs(arr).max()) if arr.size else 0.0
+    peak = max(-lo, hi)
     if peak > max_abs:
         raise ValueError(f"{name} has values up to {peak:g}, beyond the allowed ±{max_abs:g}; "
                          "images are expected in [0, 1], [0, 255] or [0, 65535]")

@@ -25,6 +25,8 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import jax
 import jax.numpy as jnp
@@ -147,21 +149,50 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     """Run ``body(x, **traced, **static)`` as one compiled stage on ``image``.
 
     ``body`` is a module-level function of the internal float ``(B, H, W, C)`` array;
-    ``traced`` holds its array arguments (changing their values does not recompile);
-    ``static`` its hashable options (kernel sizes, modes, lowerings). The stage converts
-    the image to float32 and back to its dtype (rounded and saturated once).
+    ``traced`` holds its array arguments (kernel weights, ``cval``); ``static`` its
+    hashable options (kernel sizes, modes, lowerings). The stage converts the image to
+    float32 and back to its dtype (rounded and saturated once).
     ``hints.feeds_next`` (:class:`imgproc._stages.LoweringHints`) reaches the body as its
     static ``in_place`` argument, part of the compiled stage's key like the options.
 
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
-    compiles into the loops (faster: benchmarks/NOTES.md, "Lowering choices"); called
-    eagerly it is its own compiled program with the weights as arguments, so a new
-    sigma does not recompile.
+    compiles into the loops. Called eagerly with concrete weights, the stage is compiled
+    with the weights as constants too (faster: benchmarks/NOTES.md, "Lowering choices"),
+    one program per distinct weights, the last :data:`EAGER_PROGRAMS` kept
+    (:func:`_constant_stage`): a sweep over sigma compiles once per value and its memory
+    stays bounded. Weights that are themselves traced (a ``jax.Array`` sigma inside
+    ``jit``) are arguments of one program for all values.
     """
-    run = _stage_fn if isinstance(image, jax.core.Tracer) else _stage
-    return run(image, traced or {}, body=body, layout=layout, static=tuple(sorted(static.items())),
-               in_place=(hints or NO_HINTS).feeds_next)
+    static = tuple(sorted(static.items()))
+    in_place = (hints or NO_HINTS).feeds_next
+    traced = traced or {}
+    if isinstance(image, jax.core.Tracer):
+        return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place)
+    weights = _weights_key(traced)
+    if weights is None:
+        return _stage(image, traced, body=body, layout=layout, static=static, in_place=in_place)
+    return _constant_stage(body, layout, static, in_place, weights)(image)
+
+
+# Eagerly called stages compiled with their weights as constants, most recently used kept.
+EAGER_PROGRAMS = 32
+
+
+def _weights_key(traced: dict):
+    """A hashable copy of the concrete ``traced`` values (``None`` when one is traced)."""
+    leaves, tree = jax.tree_util.tree_flatten(traced)
+    if any(isinstance(v, jax.core.Tracer) for v in leaves):
+        return None
+    arrays = [np.asarray(v) for v in leaves]
+    return tree, tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays)
+
+
+@functools.lru_cache(maxsize=EAGER_PROGRAMS)
+def _constant_stage(body, layout, static, in_place, weights):
+    tree, leaves = weights
+    values = jax.tree_util.tree_unflatten(tree, [np.frombuffer(b, np.dtype(d)).reshape(s) for d, s, b in leaves])
+    return jax.jit(functools.partial(_stage_fn, traced=values, body=body, layout=layout, static=static, in_place=in_place))
 
 
 def correlate_body(x, kernel, terms, cval, *, mode, method, in_place):

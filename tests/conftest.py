@@ -31,3 +31,29 @@ def strict_promotion():
 
     with jax.numpy_dtype_promotion("strict"):
         yield
+
+
+@pytest.fixture
+def compilations():
+    """``with compilations() as c: ...``: ``c`` lists one entry per XLA compilation made
+    inside the block (JAX's backend-compile event)."""
+    import contextlib
+
+    import jax
+    from jax._src.dispatch import BACKEND_COMPILE_EVENT
+
+    @contextlib.contextmanager
+    def count():
+        seen = []
+
+        def listener(event, duration, **kwargs):
+            if event == BACKEND_COMPILE_EVENT:
+                seen.append(duration)
+
+        jax.monitoring.register_event_duration_secs_listener(listener)
+        try:
+            yield seen
+        finally:
+            jax.monitoring.unregister_event_duration_listener(listener)
+
+    return count

@@ -132,6 +132,26 @@ def test_traced_sigma_does_not_recompile(rng):
     assert not np.allclose(np.asarray(a), np.asarray(b))
 
 
+def test_eager_calls_compile_their_weights_once_and_keep_a_bounded_number(rng, compilations):
+    """Issue 15 item 1: an eager call compiles its weights in as constants; the same weights
+    again reuse that program (no compilation); a sweep over sigma keeps at most
+    EAGER_PROGRAMS programs; results equal the traced-weights program's."""
+    from imgproc import _convolution
+
+    x = _image(rng)
+    _convolution._constant_stage.cache_clear()
+    a = imgproc.gaussian_blur(x, 1.3)
+    with compilations() as compiled:
+        b = imgproc.gaussian_blur(x.copy(), 1.3)
+    assert compiled == []
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    traced = jax.jit(lambda im, s: imgproc.gaussian_blur(im, s, size=11))(x, 1.3)  # scipy: radius 5
+    np.testing.assert_allclose(np.asarray(a), np.asarray(traced), rtol=0, atol=1e-6)
+    for sigma in np.linspace(0.5, 2.0, _convolution.EAGER_PROGRAMS + 8):
+        imgproc.gaussian_blur(x[:8, :8], float(sigma))
+    assert _convolution._constant_stage.cache_info().currsize == _convolution.EAGER_PROGRAMS
+
+
 def test_traced_sigma_needs_size():
     with pytest.raises(ValueError, match="size must be given"):
         jax.jit(lambda im, s: imgproc.gaussian_blur(im, s))(np.zeros((4, 4), np.float32), 1.0)

@@ -57,7 +57,9 @@ def test_reuse_host_memory_applies_on_glibc_and_the_entry_point_calls_it(monkeyp
     applied = imgproc.reuse_host_memory()
     assert applied is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
     calls = []
-    monkeypatch.setattr(cli, "reuse_host_memory", lambda: calls.append(1) or True)
+    import imgproc.host_memory
+
+    monkeypatch.setattr(imgproc.host_memory, "reuse_host_memory", lambda: calls.append(1) or True)
     monkeypatch.setattr(sys, "argv", ["imgproc", "info"])
     with pytest.raises(SystemExit) as exit:
         cli.main()  # the console script's target: imgproc = "imgproc.cli:main"
