@@ -62,14 +62,45 @@ def _is_host(x) -> bool:
     return not isinstance(x, (jax.Array, jax.core.Tracer))
 
 
-def _to_numpy(leaf):
+def _to_numpy(leaf, inputs=()):
     if isinstance(leaf, jax.core.Tracer):  # NumPy image, traced options inside jit
         return leaf
     if isinstance(leaf, jax.Array) and not jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
-        return np.array(leaf)  # a writable copy
-    if isinstance(leaf, np.ndarray) and not leaf.flags.writeable:
-        return leaf.copy()
+        return _host_view(leaf, inputs)
+    if isinstance(leaf, np.ndarray) and (not leaf.flags.writeable or _overlaps(leaf, inputs)):
+        return leaf.copy()  # never hand the caller's own buffer back as the result
     return leaf
+
+
+# Results at least this large are handed over as a view of their CPU buffer instead of
+# copied (a copy into fresh pages cost more than a 5x5 blur: benchmarks/NOTES.md).
+VIEW_MIN_BYTES = 1 << 20
+
+
+class _BufferOwner:
+    """Keeps a CPU ``jax.Array`` alive for the NumPy view of its buffer (the view's
+    ``base``) and presents that buffer as writable: the result is the caller's alone."""
+
+    def __init__(self, array: jax.Array):
+        self.array = array
+        self.__array_interface__ = {"shape": array.shape, "typestr": array.dtype.str, "version": 3,
+                                    "data": (array.unsafe_buffer_pointer(), False)}
+
+
+def _host_view(leaf: jax.Array, inputs) -> np.ndarray:
+    """``leaf`` as a writable NumPy array: on CPU, for a large single-device result that no
+    input shares, a view of its buffer (no copy); otherwise a copy."""
+    if leaf.nbytes < VIEW_MIN_BYTES or len(leaf.devices()) != 1 or next(iter(leaf.devices())).platform != "cpu":
+        return np.array(leaf)
+    leaf.block_until_ready()
+    view = np.asarray(_BufferOwner(leaf))
+    return view.copy() if _overlaps(view, inputs) else view
+
+
+def _overlaps(array: np.ndarray, inputs) -> bool:
+    """Whether ``array``'s memory may overlap any of ``inputs`` (host arrays; bounds only,
+    so a doubt makes a copy)."""
+    return any(np.may_share_memory(array, x) for x in inputs)
 
 
 def _to_jax(leaf):
@@ -100,12 +131,18 @@ def callers_type(fn):
         if isinstance(image, jax.core.Tracer):
             return fn(*args, **kwargs)
         host = _is_host(image)
+        original = image
         image, out_dtype = as_input(image)
         if len(args) > pos:
             args[pos] = image
         else:
             kwargs[name] = image
-        out = jax.tree_util.tree_map(_to_numpy if host else _to_jax, fn(*args, **kwargs))
+        out = fn(*args, **kwargs)
+        if host:
+            inputs = tuple(x for x in (original, image) if isinstance(x, np.ndarray))
+            out = jax.tree_util.tree_map(functools.partial(_to_numpy, inputs=inputs), out)
+        else:
+            out = jax.tree_util.tree_map(_to_jax, out)
         return out if out_dtype is None else _cast_images(out, out_dtype)
 
     return wrapper

@@ -60,6 +60,36 @@ def test_numpy_in_numpy_out_jax_in_jax_out(name, batch):
     assert isinstance(traced, jax.Array)
 
 
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_large_numpy_results_are_handed_over_without_a_copy_and_never_alias_the_input(name):
+    """Issue 15 item 1: a large result on CPU is a writable view of the result's buffer (no
+    extra copy into fresh pages); it never shares memory with the caller's array, even for
+    an op that returns its input unchanged."""
+    from imgproc._types import VIEW_MIN_BYTES
+
+    x = np.random.default_rng(1).integers(0, 256, (2, 600, 600, 3)).astype(np.uint8)
+    assert x.nbytes >= VIEW_MIN_BYTES
+    before = x.copy()
+    got = ENTRY_POINTS[name](x)
+    assert type(got) is np.ndarray and got.flags.writeable
+    if name != "pipeline_bucket":  # that one assembles its NumPy result from its size buckets
+        assert type(got.base).__name__ == "_BufferOwner"  # the result's own buffer, not a copy
+    assert not np.may_share_memory(got, x)
+    got[...] = 7
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("identity", [lambda x: imgproc.gaussian_blur(x, 0.0), lambda x: imgproc.box_blur(x, 1),
+                                      lambda x: imgproc.unsharp_mask(x, amount=0.0)])
+def test_an_identity_call_returns_a_copy_not_the_callers_array(identity):
+    x = np.random.default_rng(2).random((600, 600, 3), dtype=np.float32)
+    before = x.copy()
+    got = identity(x)
+    assert not np.may_share_memory(got, x)
+    got[...] = 0
+    np.testing.assert_array_equal(x, before)
+
+
 def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
     from imgproc import _execution
 
