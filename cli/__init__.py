@@ -116,12 +116,11 @@ def cli(debug):
 def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
     """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see `imgproc docs cli`)."""
     from imgproc.cli import _denoise
-    from imgproc.cli._plan import is_folder_run
 
     opts = ctx.obj
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
-        pipe = _denoise.verbose(pipe, opts.input, method, is_folder_run(opts))
+        pipe = _denoise.Verbose(pipe, method)
     ctx.exit(_run(pipe, opts))
 
 

@@ -42,23 +42,20 @@ def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode=
 
 
 class Verbose:
-    """Wraps a pipeline: before each call, prints one line per image on stderr with the
-    noise estimate, the impulse fraction and what ``--method auto`` picks for it."""
+    """Wraps a pipeline for ``--verbose``: the runner calls :meth:`describe` with each batch
+    and the paths of its images before running it, which prints one line per file on
+    stderr with the noise estimate, the impulse fraction and the method used."""
 
-    def __init__(self, pipeline, label, method):
-        self.pipeline, self.label, self.method = pipeline, label, method
+    def __init__(self, pipeline, method):
+        self.pipeline, self.method = pipeline, method
 
-    def __call__(self, images, **kwargs):
+    def describe(self, images, names):
         from imgproc.restoration import auto_choice
 
         arr = np.asarray(images)
-        layout = "NHWC" if arr.ndim == 4 else None
-        for i, (choice, sigma, frac) in enumerate(auto_choice(arr, layout=layout)):
-            name = self.label if arr.ndim < 4 or arr.shape[0] == 1 else f"{self.label} [batch image {i}]"
+        for name, (choice, sigma, frac) in zip(names, auto_choice(arr, layout="NHWC")):
             picked = choice if self.method == "auto" else self.method
             click.echo(f"{name}: noise sigma {sigma:.2f}, impulses {100 * frac:.2f}%, method {picked}", err=True)
+
+    def __call__(self, images, **kwargs):
         return self.pipeline(images, **kwargs)
-
-
-def verbose(pipeline, input, method, folder):
-    return Verbose(pipeline, "folder batch" if folder else str(input), method)

@@ -144,6 +144,9 @@ class BatchStage:
             enable_compilation_cache()
             self._cache_on = True
         stack = np.stack([d.colour for d in items])
+        describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
+        if describe is not None:
+            describe(stack, [str(d.job.src) for d in items])
         try:
             if self.key is not None:
                 out = self.pipeline(stack, key=self.key, indices=np.asarray([d.job.index for d in items]))

@@ -324,6 +324,24 @@ def _cli(*args):
     return result.exit_code, result.stderr
 
 
+def test_cli_verbose_names_each_file_of_a_folder_run(tmp_path, rng):
+    """--verbose in a folder run: one line per file, named by its path (not by its place in
+    a batch), the impulse-noise file getting the median."""
+    src = tmp_path / "in"
+    src.mkdir()
+    clean = (ndi.gaussian_filter(rng.random((24, 26, 3)), 2) * 255).astype(np.uint8)
+    imgproc.save_image(src / "gauss.png", np.clip(clean + 15 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8))
+    pepper = clean.copy()
+    hit = rng.random(clean.shape[:2]) < 0.08
+    pepper[hit] = np.where(rng.random(hit.sum()) < 0.5, 0, 255)[:, None]
+    imgproc.save_image(src / "pepper.png", pepper)
+    code, err = _cli("denoise", src, tmp_path / "out", "--verbose", "--quiet")
+    lines = sorted(err.splitlines())
+    assert code == 0 and len(lines) == 2, err
+    assert lines[0].startswith(f"{src / 'gauss.png'}: ") and lines[0].endswith("method nl_means")
+    assert lines[1].startswith(f"{src / 'pepper.png'}: ") and "method median" in lines[1]
+
+
 def test_cli_denoise_methods(tmp_path, rng):
     clean = (ndi.gaussian_filter(rng.random((24, 26, 3)), 2) * 255).astype(np.uint8)
     noisy = np.clip(clean + 15 * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
@@ -331,6 +349,7 @@ def test_cli_denoise_methods(tmp_path, rng):
     imgproc.save_image(src, noisy)
     code, err = _cli("denoise", src, tmp_path / "auto.png", "--verbose")
     assert code == 0 and err.count("\n") == 1 and "noise sigma" in err and "method nl_means" in err
+    assert err.startswith(f"{src}: ")
     np.testing.assert_array_equal(imgproc.load_image(tmp_path / "auto.png"), np.asarray(imgproc.denoise(noisy)))
     code, _ = _cli("denoise", src, tmp_path / "med.png", "--method", "median", "--size", "5")
     assert code == 0
