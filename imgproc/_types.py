@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
 __all__ = ["as_input", "callers_type"]
@@ -105,10 +106,30 @@ def callers_type(fn):
             args[pos] = image
         else:
             kwargs[name] = image
+        if pos == 0 and not host:
+            out = _on_devices(fn, args, kwargs, name, image)
+            if out is not None:
+                return out
         out = jax.tree_util.tree_map(_to_numpy if host else _to_jax, fn(*args, **kwargs))
         return out if out_dtype is None else _cast_images(out, out_dtype)
 
     return wrapper
+
+
+def _on_devices(fn, args, kwargs, name, image):
+    """A deterministic op on a device-sharded batch (:mod:`imgproc._sharded`): run once per
+    device on its images, the result split as the input; None when the batch is not
+    device-sharded or an option holds an array (possibly per image: run as one ``jit``
+    program then)."""
+    partition = batch_partition(image) if image.ndim == 4 else None
+    if partition is None:
+        return None
+    rest = tuple(args[1:])
+    options = {k: v for k, v in kwargs.items() if k != name}
+    frozen = freeze((rest, options))
+    if frozen is None:
+        return None
+    return map_batch(lambda local: fn(local, *rest, **options), image, partition, key=(fn, frozen))
 
 
 def _cast_images(out, dtype):
