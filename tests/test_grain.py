@@ -1,6 +1,11 @@
 """imgproc.grain: a pipeline as a Grain per-record random map."""
 
+import os
 import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,3 +57,50 @@ def test_same_output_with_0_and_2_workers():
     again = by_label(_loader(0, RandomAugment(SPEC, field="image")))
     for label, image in serial.items():
         np.testing.assert_array_equal(again[label], image)
+
+
+# --------------------------------------------------------------------------- spawned workers
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "grain_training_input.py"
+
+
+def _run_script(path, workers, *, devices=1, timeout=300):
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip())
+    return subprocess.run([sys.executable, str(path), "--workers", str(workers), "--records", "8", "--batch", "4"],
+                          cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _records(stdout):
+    """``{global record index: digest of its augmented image}`` from the script's lines."""
+    lines = [line.split() for line in stdout.splitlines() if re.fullmatch(r"\d+ \d+ [0-9a-f]{16}", line)]
+    return {int(index): digest for _, index, digest in lines}
+
+
+def test_guarded_script_gives_each_record_the_same_draw_with_workers_and_devices():
+    """scripts/grain_training_input.py (the ``__main__`` guard, ShardByJaxProcess, global
+    batch, record indices as keys) with 0 workers on one device and with 2 spawned workers
+    on 4 devices: every record's augmented image is the same."""
+    serial = _run_script(SCRIPT, 0, devices=1)
+    assert serial.returncode == 0, serial.stderr[-3000:]
+    parallel = _run_script(SCRIPT, 2, devices=4)
+    assert parallel.returncode == 0, parallel.stderr[-3000:]
+    one, two = _records(serial.stdout), _records(parallel.stdout)
+    assert sorted(one) == list(range(8)), serial.stdout
+    assert one == two
+    assert len(set(one.values())) == 8
+
+
+def test_script_without_the_main_guard_fails_in_its_workers(tmp_path):
+    """What docs/scale.md describes: without the guard each spawned worker runs the
+    script's top level again, tries to start workers while it is starting, and dies; the
+    loader then raises in the main process."""
+    text = SCRIPT.read_text()
+    assert 'if __name__ == "__main__":\n    main()' in text
+    unguarded = tmp_path / "unguarded.py"
+    unguarded.write_text(text.replace('if __name__ == "__main__":\n    main()', "main()  # no guard"))
+    run = _run_script(unguarded, 2)
+    assert run.returncode != 0
+    assert "bootstrapping phase" in run.stderr, run.stderr[-3000:]
+    assert "Worker process was terminated unexpectedly" in run.stderr, run.stderr[-3000:]

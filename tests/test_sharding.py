@@ -106,8 +106,8 @@ def _random_spec(strategy):
     "map"), random_choice and random_apply with the strategy, then a deterministic stage."""
     return [
         {"op": "random_flip_left_right"},
-        {"op": "random_choice", "ops": [{"op": "random_flip_up_down"}, {"op": "random_hue", "max_delta": 0.1},
-                                        {"op": "random_rotate", "max_degrees": 20}], "strategy": strategy},
+        {"op": "random_choice", "ops": [{"op": "random_flip_up_down"}, {"op": "random_hue", "max_delta": 0.1}],
+         "strategy": strategy, "group_size": 2},
         {"op": "random_apply", "stage": {"op": "gaussian_blur", "sigma": 1.0, "size": 3}, "strategy": strategy,
          "group_size": 2},
         {"op": "random_brightness", "max_delta": 0.2},
