@@ -2,8 +2,8 @@
 
 Each host reads only its shard of the records (``ShardByJaxProcess``: shard
 ``jax.process_index()`` of ``jax.process_count()``); Grain's worker processes augment
-each record on the host (:class:`imgproc.grain.RandomAugment`, keyed by Grain's
-per-record generator); each host's batch becomes one global batch over every device
+each record on the host (:class:`imgproc.grain.RandomAugment`, keyed by the record's
+global index); each host's batch becomes one global batch over every device
 (:func:`imgproc.global_batch`) and a device pipeline augments it with the records'
 *global* indices as ``indices=``, so every record gets the same draw whatever the number
 of hosts, devices or workers.
@@ -15,6 +15,9 @@ would run the script's top level again and try to start workers of its own while
 still starting (see docs/scale.md, "Training input: Grain").
 
     python scripts/grain_training_input.py --workers 2 [--records 8] [--batch 4]
+    # two hosts (here: two processes of this machine)
+    python scripts/grain_training_input.py --coordinator localhost:12345 --num-processes 2 --process-id 0 &
+    python scripts/grain_training_input.py --coordinator localhost:12345 --num-processes 2 --process-id 1
 
 Prints one line per record: its global index and a digest of its augmented image (the
 test compares them between 0 and 2 workers).
@@ -54,7 +57,9 @@ def loader(records: int, batch: int, workers: int, seed: int = 0):
         data_source=Records(records),
         sampler=pygrain.IndexSampler(records, pygrain.ShardByJaxProcess(drop_remainder=True), shuffle=True,
                                      num_epochs=1, seed=seed),
-        operations=[RandomAugment(SPEC_HOST, field="image"), pygrain.Batch(batch, drop_remainder=True)],
+        # keyed by the record's global index: the same draw whatever the order, workers or hosts
+        operations=[RandomAugment(SPEC_HOST, field="image", key=1, index_field="index"),
+                    pygrain.Batch(batch, drop_remainder=True)],
         worker_count=workers,
     )
 
@@ -64,7 +69,14 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--records", type=int, default=8)
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--coordinator", help="host:port of process 0, for several processes (hosts)")
+    parser.add_argument("--num-processes", type=int, default=1)
+    parser.add_argument("--process-id", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.coordinator:  # one process per host; on a managed cluster initialize() needs no arguments
+        import jax
+
+        jax.distributed.initialize(args.coordinator, num_processes=args.num_processes, process_id=args.process_id)
 
     from absl import flags
 
