@@ -17,6 +17,7 @@ into the per-core threads of :mod:`imgproc._execution`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -87,6 +88,9 @@ def freeze(value):
         return None if any(i is None for _, i in items) else ("map", items)
     if hasattr(value, "to_spec") and hasattr(value, "info"):  # a Stage (nested in random_choice, ...)
         return freeze(value.to_spec())
+    if dataclasses.is_dataclass(value) and value.__dataclass_params__.frozen:  # LoweringHints
+        fields = freeze(dataclasses.asdict(value))
+        return None if fields is None else ("dataclass", type(value).__qualname__, fields)
     if callable(value) and getattr(value, "__module__", "").startswith("imgproc"):
         return ("fn", value.__module__, getattr(value, "__qualname__", repr(value)))
     return None

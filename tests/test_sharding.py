@@ -256,6 +256,10 @@ def test_per_image_results_keep_the_split():
     out = imgproc.estimate_sigma(xs)
     assert out.shape == (8,) and len(out.sharding.device_set) == DEVICES
     np.testing.assert_array_equal(np.asarray(out), imgproc.estimate_sigma(x))
+    # an array option (here a kernel; it could hold per-image values) is not closed over
+    # in a per-device program: the op runs as it would on any array, with the same values
+    kernel = np.float32([[0, 1, 0], [1, 4, 1], [0, 1, 0]]) / 8
+    np.testing.assert_array_equal(np.asarray(imgproc.correlate(xs, kernel)), imgproc.correlate(x, kernel))
 
 
 # --------------------------------------------------------------------------- helpers
