@@ -119,8 +119,8 @@ def callers_type(fn):
 def _on_devices(fn, args, kwargs, name, image):
     """A deterministic op on a device-sharded batch (:mod:`imgproc._sharded`): run once per
     device on its images, the result split as the input; None when the batch is not
-    device-sharded or an option holds an array (possibly per image: run as one ``jit``
-    program then)."""
+    device-sharded, or when an option holds an array (it may hold per-image values, which
+    a per-device program cannot close over): the op then runs as on any other array."""
     partition = batch_partition(image) if image.ndim == 4 else None
     if partition is None:
         return None
