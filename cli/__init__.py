@@ -214,13 +214,13 @@ def info():
         click.echo(f"device {d.id}: {d.platform} {d.device_kind}")
 
 
-DOC_PAGES = {"cli": "cli.md", "augment": "augment.md"}
+DOC_PAGES = {"cli": "cli.md", "augment": "augment.md", "scale": "scale.md"}
 
 
 @cli.command("docs")
 @click.argument("page", type=click.Choice(sorted(DOC_PAGES)), default="cli")
 def docs_cmd(page):
-    """Print the documentation PAGE (cli or augment; default cli), installed with the
+    """Print the documentation PAGE (cli, augment or scale; default cli), installed with the
     package: through a pager on a terminal, plain otherwise."""
     from importlib.resources import files
 

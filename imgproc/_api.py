@@ -30,6 +30,8 @@ from imgproc.restoration import (
     tv_chambolle,
 )
 from imgproc.host_memory import reuse_host_memory
+from imgproc import sharding
+from imgproc.sharding import global_batch, shard_batch
 
 __all__ = [
     "DTYPES",
@@ -50,6 +52,7 @@ __all__ = [
     "edges",
     "emboss",
     "gaussian_blur",
+    "global_batch",
     "kernels",
     "load_image",
     "presets",
@@ -59,6 +62,8 @@ __all__ = [
     "registered_ops",
     "reuse_host_memory",
     "save_image",
+    "shard_batch",
+    "sharding",
     "sharpen",
     "unsharp_mask",
 ]

@@ -18,6 +18,7 @@ import numpy as np
 
 from imgproc._boundary import source_index
 from imgproc._checks import aligned_empty, host_aligned
+from imgproc._sharded import on_several_devices
 from imgproc._validate import check_mode, is_traced
 
 __all__ = [
@@ -124,9 +125,10 @@ def loop_parts(images, *, loops: bool, batched: bool, traced_args=()) -> int:
     one call). XLA:CPU runs a per-image ``lax.map`` (``loops``: the ``"map"`` strategy of
     random stages, the CPU default) on one core, so a batch split across the cores in
     threads runs up to that many times faster. Only for concrete batches on CPU, at least
-    :data:`MIN_IMAGES_PER_PART` images a slice."""
+    :data:`MIN_IMAGES_PER_PART` images a slice. Never for an array on several devices
+    (:mod:`imgproc._sharded`): its split is the devices'."""
     if (not batched or not loops or jax.default_backend() != "cpu"
-            or any(is_traced(a) for a in (images, *traced_args))):
+            or any(is_traced(a) for a in (images, *traced_args)) or on_several_devices(images)):
         return 1
     return max(1, min(cpu_cores(), images.shape[0] // MIN_IMAGES_PER_PART))
 

@@ -30,8 +30,9 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
-from imgproc import _execution
+from imgproc import _execution, _sharded
 from imgproc._arrays import dtype_max, spatial_axes, to_output
 from imgproc._checks import check_image, host_aligned
 from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
@@ -101,6 +102,7 @@ class Pipeline:
         self.trace_count = 0
         self._compiled = jax.jit(self._run, static_argnames=("layout", "return_params"))
         self._compiled_parts = set()  # slice signatures already compiled (_execution.run_parts)
+        self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
 
     @property
     def is_random(self) -> bool:
@@ -162,6 +164,10 @@ class Pipeline:
             # image's random draw what it would be in one call
             return _execution.run_in_chunks(self._call, images, key=key, indices=indices, params=params,
                                             return_params=return_params)
+        partition = _sharded.batch_partition(images) if batched else None
+        if partition is not None:  # a batch split over devices stays split (imgproc._sharded)
+            return self._on_devices(images, partition, key=key, indices=indices, params=params,
+                                    layout=layout, return_params=return_params)
         if (key is not None or params is not None) and indices is None:
             indices = jnp.arange(images.shape[0] if batched else 1)
         if indices is not None:
@@ -181,6 +187,29 @@ class Pipeline:
             return _execution.run_parts(run, images, indices, params, parts, self._compiled_parts, signature,
                                         return_params=return_params)
         return self._compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
+
+    def _on_devices(self, images, partition, *, key, indices, params, layout, return_params):
+        """Run a device-sharded batch as one ``shard_map`` program: each device its own
+        images, random stages with the images' global indices (given, else computed on
+        the device), the result sharded as the input. Size buckets do not apply."""
+        mesh, axes, spec = partition
+        split = _sharded.batch_spec(axes)
+        if indices is not None:
+            indices = jax.device_put(jnp.asarray(indices), jax.sharding.NamedSharding(mesh, split))
+        if params is not None:
+            params = jax.device_put(params, jax.sharding.NamedSharding(mesh, split))
+        random = key is not None or params is not None
+        signature = (mesh, axes, spec, layout, return_params, random, indices is None)
+        if signature not in self._sharded:
+            def body(x, k, idx, p):
+                if random and idx is None:
+                    idx = _sharded.global_indices(axes, x.shape[0])  # x: this device's images
+                return self._run(x, k, idx, p, None, layout=layout, return_params=return_params)
+
+            out_specs = (spec, split) if return_params else spec
+            self._sharded[signature] = _sharded.shard_over_batch(
+                body, mesh, axes, (spec, PartitionSpec(), split, split), out_specs)
+        return self._sharded[signature](images, key, indices, params)
 
     def _bucketed(self, images, layout):
         axes = spatial_axes(layout)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._checks import check_image
+from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._stages import pick_options
 from imgproc._validate import check_key
 
@@ -44,7 +45,9 @@ def sample_batch(sample, keys, shape, **options):
 def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **options):
     """Draw and apply a random op on one image (``key`` as is) or a batch (NHWC/NCHW:
     image ``i`` draws from ``stage_key(key, i)``). ``options`` go to whichever of
-    ``sample`` and ``apply`` (or ``run_batch`` for a batch) names them."""
+    ``sample`` and ``apply`` (or ``run_batch`` for a batch) names them. A batch split over
+    devices stays split, each image drawing from its global index
+    (:mod:`imgproc._sharded`)."""
     key = check_key(key)
     image, layout = check_image(image, layout)
     image = jnp.asarray(image)
@@ -52,12 +55,21 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     draw = pick_options(sample, options)
     if layout not in BATCH_LAYOUTS:
         return apply(image, sample(key, image.shape, layout=layout, **draw), layout=layout, **pick_options(apply, options))
-    keys = jax.vmap(lambda i: stage_key(key, i))(jnp.arange(image.shape[0]))
-    params = sample_batch(sample, keys, image.shape[1:], layout=inner, **draw)
-    if run_batch is not None:
-        return run_batch(params, image, layout=inner, **pick_options(run_batch, options))
-    opts = pick_options(apply, options)
-    return jax.vmap(lambda x, p: apply(x, p, layout=inner, **opts))(image, params)
+
+    def run(images, key, indices):
+        keys = jax.vmap(lambda i: stage_key(key, i))(indices)
+        params = sample_batch(sample, keys, images.shape[1:], layout=inner, **draw)
+        if run_batch is not None:
+            return run_batch(params, images, layout=inner, **pick_options(run_batch, options))
+        opts = pick_options(apply, options)
+        return jax.vmap(lambda x, p: apply(x, p, layout=inner, **opts))(images, params)
+
+    partition = batch_partition(image)
+    if partition is not None:  # split over devices: each its own images, global indices
+        frozen = freeze((layout, options))
+        return map_batch(run, image, partition, replicated=(key,), with_indices=True,
+                         key=None if frozen is None else (sample, apply, run_batch, frozen))
+    return run(image, key, jnp.arange(image.shape[0]))
 
 
 # --------------------------------------------------------------------------- draws

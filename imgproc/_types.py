@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
 __all__ = ["as_input", "callers_type"]
@@ -137,6 +138,10 @@ def callers_type(fn):
             args[pos] = image
         else:
             kwargs[name] = image
+        if pos == 0 and not host:
+            out = _on_devices(fn, args, kwargs, name, image)
+            if out is not None:
+                return out
         out = fn(*args, **kwargs)
         if host:
             inputs = tuple(x for x in (original, image) if isinstance(x, np.ndarray))
@@ -146,6 +151,22 @@ def callers_type(fn):
         return out if out_dtype is None else _cast_images(out, out_dtype)
 
     return wrapper
+
+
+def _on_devices(fn, args, kwargs, name, image):
+    """A deterministic op on a device-sharded batch (:mod:`imgproc._sharded`): run once per
+    device on its images, the result split as the input; None when the batch is not
+    device-sharded, or when an option holds an array (it may hold per-image values, which
+    a per-device program cannot close over): the op then runs as on any other array."""
+    partition = batch_partition(image) if image.ndim == 4 else None
+    if partition is None:
+        return None
+    rest = tuple(args[1:])
+    options = {k: v for k, v in kwargs.items() if k != name}
+    frozen = freeze((rest, options))
+    if frozen is None:
+        return None
+    return map_batch(lambda local: fn(local, *rest, **options), image, partition, key=(fn, frozen))
 
 
 def _cast_images(out, dtype):

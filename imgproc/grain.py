@@ -4,11 +4,15 @@
 Two ways to put imgproc in a Grain input pipeline:
 
 1. **Per record, on the host** (:class:`RandomAugment`): a ``grain.python.RandomMapTransform``
-   that augments one record at a time in the loader's worker processes. The JAX key is
-   derived from the ``np.random.Generator`` Grain gives each record (itself derived from
-   the sampler's seed and the record's index), so the output depends only on (seed,
-   record): the same with 0 or 2 workers. The transform pickles as its JSON spec and
-   rebuilds (and compiles) the pipeline once per worker.
+   that augments one record at a time in the loader's worker processes. By default the
+   JAX key is derived from the ``np.random.Generator`` Grain gives each record, which
+   Grain seeds with the sampler's seed plus the record's *position* in the sampled order:
+   the output is the same with 0 or 2 workers, but changes with the shuffle, the epoch and
+   the shard count (``ShardByJaxProcess`` on another number of hosts). With
+   ``key=`` and ``index_field=`` the record's own global index (a field of the record)
+   keys it instead, by the pipeline's key rule: the same whatever the order, workers or
+   hosts. The transform pickles as its JSON spec and rebuilds (and compiles) the
+   pipeline once per worker.
 2. **Per batch, on the device** (recommended on GPU/TPU): let Grain batch the uint8
    images and call the jitted pipeline in the training step,
    ``pipe(batch, key=jax.random.fold_in(key, epoch), indices=record_indices)`` where
@@ -64,12 +68,18 @@ class RandomAugment(_Base):
             Stages must be spec-serialisable (registered ops, no plain callables).
         field: the key of the image in a dict record; None when the record is the image.
         layout: the image's layout (None infers HW / HWC).
+        key: with ``index_field``: a ``jax.random.key(seed)`` or an int seed. Record ``i``
+            (the value of its ``index_field``) is then augmented as image ``i`` of
+            ``pipeline(batch, key=key, indices=...)`` would be (``stage_key(key, i, s)``),
+            independent of Grain's per-record generator, so of the sampled order, the
+            workers and the shard count.
+        index_field: the field of a dict record holding its global index (an int).
 
     The record's image (uint8, uint16 or float; HW, HWC or CHW) is returned augmented as a
     NumPy array of the same dtype; other fields of a dict record are kept.
     """
 
-    def __init__(self, pipeline, *, field=None, layout=None):
+    def __init__(self, pipeline, *, field=None, layout=None, key=None, index_field=None):
         if _IMPORT_ERROR is not None:
             raise ImportError('imgproc.grain needs Grain: pip install "imgproc-jax[grain]"') from _IMPORT_ERROR
         from imgproc._pipeline import Pipeline
@@ -84,6 +94,19 @@ class RandomAugment(_Base):
         self.spec_json = json.dumps(Pipeline.from_spec(spec).to_spec())  # validates; raises for callables
         self.field = field
         self.layout = layout
+        if (key is None) != (index_field is None):
+            raise ValueError("give key= and index_field= together (records keyed by their global index), "
+                             "or neither (keyed by Grain's per-record generator)")
+        if index_field is not None and field is None:
+            raise ValueError("index_field= needs dict records: give field= the key of the image too")
+        self.index_field = index_field
+        self.key_data = None
+        if key is not None:
+            import jax
+
+            from imgproc._validate import check_key
+
+            self.key_data = np.asarray(jax.random.key_data(check_key(key)))  # pickles as NumPy
         self._pipe = None
 
     @property
@@ -95,16 +118,23 @@ class RandomAugment(_Base):
         return self._pipe
 
     def __getstate__(self):
-        return {"spec_json": self.spec_json, "field": self.field, "layout": self.layout}
+        return {"spec_json": self.spec_json, "field": self.field, "layout": self.layout,
+                "index_field": self.index_field, "key_data": self.key_data}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._pipe = None
 
     def random_map(self, element, rng: np.random.Generator):
-        key = record_key(rng)
         image = element[self.field] if self.field is not None else element
-        out = np.asarray(self.pipeline(np.asarray(image), key=key))
+        if self.index_field is None:
+            out = np.asarray(self.pipeline(np.asarray(image), key=record_key(rng)))
+        else:
+            import jax
+
+            key = jax.random.wrap_key_data(self.key_data)
+            index = np.asarray([int(element[self.index_field])])
+            out = np.asarray(self.pipeline(np.asarray(image), key=key, indices=index))
         if self.field is None:
             return out
         element = dict(element)

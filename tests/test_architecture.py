@@ -93,6 +93,7 @@ NOT_STAGES = {
     "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
     "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
+    "shard_batch": "device placement", "global_batch": "device placement",
 }
 PUBLIC_FUNCTIONS = sorted(
     n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))

@@ -114,6 +114,8 @@ def test_docs_command_prints_the_installed_docs():
     assert code == 0 and out.startswith("# The `imgproc` command line\n")
     code, out, _ = run("docs", "augment")
     assert code == 0 and out.startswith("# Training augmentation\n")
+    code, out, _ = run("docs", "scale")
+    assert code == 0 and out.startswith("# Scaling out\n")
     assert run("docs")[1].startswith("# The `imgproc` command line")
     code, out, _ = run("--help")
     assert "imgproc docs cli" in out
