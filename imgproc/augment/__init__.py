@@ -92,21 +92,33 @@ from imgproc.augment._geometry import (
     translate,
 )
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
+from imgproc.augment._size import (
+    RESIZE_METHODS,
+    center_crop,
+    letterbox,
+    pad,
+    random_resize,
+    resize,
+    resize_shorter,
+)
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
+    "resize", "resize_shorter", "pad", "center_crop", "letterbox",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
     "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_resize",
 )
 
 __all__ = [
     "DETERMINISTIC_OPS",
     "RANDOM_OPS",
+    "RESIZE_METHODS",
     "SAMPLE_MODES",
     "STRATEGIES",
     "adjust_brightness",
@@ -114,6 +126,7 @@ __all__ = [
     "adjust_gamma",
     "adjust_hue",
     "adjust_saturation",
+    "center_crop",
     "crop",
     "default_strategy",
     "erase",
@@ -121,6 +134,8 @@ __all__ = [
     "flip_up_down",
     "gaussian_noise",
     "hsv_to_rgb",
+    "letterbox",
+    "pad",
     "random_apply",
     "random_brightness",
     "random_choice",
@@ -133,12 +148,15 @@ __all__ = [
     "random_gaussian_blur",
     "random_grayscale",
     "random_hue",
+    "random_resize",
     "random_resized_crop",
     "random_rot90",
     "random_rotate",
     "random_saturation",
     "random_sharpen",
     "random_translate",
+    "resize",
+    "resize_shorter",
     "resized_crop",
     "rgb_to_grayscale",
     "rgb_to_hsv",
