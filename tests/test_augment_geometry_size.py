@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 import imgproc
+from imgproc.augment._warp import perspective_matrix
 
 RNG = np.random.default_rng(0)
 F32 = RNG.random((23, 31), dtype=np.float32)
@@ -255,5 +256,182 @@ def test_size_ops_in_a_pipeline_round_trip_their_spec():
     (lambda: imgproc.Pipeline([{"op": "resize", "size": [0, 4]}])(U8), "size must be positive integers"),
 ])
 def test_bad_arguments_raise(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------- warps
+
+import math  # noqa: E402
+
+import scipy.ndimage as ndi  # noqa: E402
+
+
+def tv_inverse_affine_matrix(center, angle, translate, scale, shear):
+    """torchvision.transforms.functional._get_inverse_affine_matrix(..., inverted=True), verbatim math."""
+    rot = math.radians(angle)
+    sx = math.radians(shear[0])
+    sy = math.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    matrix = [d, -b, 0.0, -c, a, 0.0]
+    matrix = [x / scale for x in matrix]
+    matrix[2] += matrix[0] * (-cx - tx) + matrix[1] * (-cy - ty)
+    matrix[5] += matrix[3] * (-cx - tx) + matrix[4] * (-cy - ty)
+    matrix[2] += cx
+    matrix[5] += cy
+    return matrix
+
+
+def tv_affine_source(h, w, angle, translate, scale, shear):
+    """Source (rows, cols) of every output pixel in F.affine: its grid is pixel centres
+    relative to the image centre (``_gen_affine_grid``), center_f = [0, 0]."""
+    m = tv_inverse_affine_matrix([0.0, 0.0], angle, translate, scale, shear)
+    y, x = np.meshgrid(np.arange(h) + 0.5 - h / 2, np.arange(w) + 0.5 - w / 2, indexing="ij")
+    sx = m[0] * x + m[1] * y + m[2]
+    sy = m[3] * x + m[4] * y + m[5]
+    return sy + h / 2 - 0.5, sx + w / 2 - 0.5
+
+
+AFFINES = [
+    dict(angle=30.0), dict(angle=-90.0), dict(translate=(3, -2)), dict(scale=1.7), dict(scale=0.6),
+    dict(shear=(20.0, 0.0)), dict(shear=(-10.0, 15.0)),
+    dict(angle=-37.0, translate=(2.5, 1.0), scale=1.2, shear=(8.0, -5.0)),
+]
+
+
+@pytest.mark.parametrize("opts", AFFINES, ids=range(len(AFFINES)))
+@pytest.mark.parametrize("cval", [0.0, 0.7])
+def test_affine_matches_torchvision_matrix_with_scipy_sampling(opts, cval):
+    full = dict(angle=0.0, translate=(0, 0), scale=1.0, shear=(0.0, 0.0)) | opts
+    rows, cols = tv_affine_source(23, 31, **full)
+    ref = ndi.map_coordinates(F32.astype(np.float64), [rows, cols], order=1, mode="grid-constant", cval=cval)
+    out = np.asarray(imgproc.affine(F32, cval=cval, **opts))
+    np.testing.assert_allclose(out, ref, atol=2e-5)
+
+
+@pytest.mark.parametrize("opts", AFFINES[::2], ids=range(len(AFFINES[::2])))
+def test_affine_matches_opencv_warp_affine(opts):
+    full = dict(angle=0.0, translate=(0, 0), scale=1.0, shear=(0.0, 0.0)) | opts
+    h, w = F32.shape
+    m = tv_inverse_affine_matrix([0.0, 0.0], **full)
+    # the same inverse map in pixel indices: col = m0 (x + .5 - w/2) + m1 (y + .5 - h/2) + m2 + w/2 - .5
+    inv = np.array([[m[0], m[1], m[2] + m[0] * (0.5 - w / 2) + m[1] * (0.5 - h / 2) + w / 2 - 0.5],
+                    [m[3], m[4], m[5] + m[3] * (0.5 - w / 2) + m[4] * (0.5 - h / 2) + h / 2 - 0.5]])
+    ref = cv2.warpAffine(F32, inv, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.3)
+    out = np.asarray(imgproc.affine(F32, cval=0.3, **opts))
+    np.testing.assert_allclose(out, ref, atol=1 / 32)  # OpenCV quantises weights to 1/32 of a pixel
+
+
+def test_affine_nearest_follows_rounded_source_and_keeps_uint8():
+    opts = dict(angle=23.0, translate=(1, 2), scale=1.3, shear=(5.0, 0.0))
+    rows, cols = tv_affine_source(23, 31, **opts)
+    ri, ci = np.round(rows).astype(int), np.round(cols).astype(int)  # half to even, as torch's nearbyint
+    inside = (ri >= 0) & (ri < 23) & (ci >= 0) & (ci < 31)
+    ref = np.where(inside[..., None], U8[ri.clip(0, 22), ci.clip(0, 30)], 9)
+    out = np.asarray(imgproc.affine(U8, interpolation="nearest", cval=9, **opts))
+    assert out.dtype == np.uint8
+    assert (out != ref).mean() < 0.01  # only float32-vs-float64 ties at .5 may differ
+    assert np.asarray(imgproc.affine(U8, angle=180.0, interpolation="nearest")).tolist() == U8[::-1, ::-1].tolist()
+
+
+PERSPECTIVES = [
+    [[0, 0], [30, 0], [30, 22], [0, 22]],
+    [[3, 2], [27, 0], [30, 20], [1, 22]],
+    [[5, 5], [25, 3], [28, 18], [2, 15]],
+    [[-4, 1], [33, 2], [29, 25], [0, 20]],
+]
+START = [[0, 0], [30, 0], [30, 22], [0, 22]]
+
+
+@pytest.mark.parametrize("end", PERSPECTIVES, ids=range(len(PERSPECTIVES)))
+def test_perspective_matches_opencv(end):
+    h, w = F32.shape
+    hmat = cv2.getPerspectiveTransform(np.float32(START), np.float32(end))
+    ours = np.asarray(perspective_matrix(START, end))
+    np.testing.assert_allclose(ours / ours[2, 2], hmat, atol=2e-4, rtol=1e-4)
+    inv = np.linalg.inv(hmat)
+    y, x = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    den = inv[2, 0] * x + inv[2, 1] * y + inv[2, 2]
+    cols = (inv[0, 0] * x + inv[0, 1] * y + inv[0, 2]) / den
+    rows = (inv[1, 0] * x + inv[1, 1] * y + inv[1, 2]) / den
+    exact = ndi.map_coordinates(F32.astype(np.float64), [rows, cols], order=1, mode="grid-constant", cval=0.2)
+    out = np.asarray(imgproc.perspective(F32, START, end, cval=0.2))
+    np.testing.assert_allclose(out, exact, atol=1e-3)
+    warped = cv2.warpPerspective(F32, hmat, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                                 borderValue=0.2)
+    np.testing.assert_allclose(out, warped, atol=1 / 32 + 1e-3)
+
+
+WARP_CALLS = [
+    lambda x, **o: imgproc.affine(x, angle=20.0, scale=0.9, translate=(1, -1), **o),
+    lambda x, **o: imgproc.affine(x, shear=(10.0, 5.0), interpolation="nearest", **o),
+    lambda x, **o: imgproc.perspective(x, START, PERSPECTIVES[2], **o),
+]
+
+
+@pytest.mark.parametrize("call", WARP_CALLS, ids=range(len(WARP_CALLS)))
+def test_warps_jit_equals_eager_and_batch_equals_loop(call):
+    # float32 in: XLA may fuse the coordinate arithmetic differently under jit (1 ulp),
+    # which can move a uint8 result across a .5 rounding boundary
+    batch = np.stack([U8, U8[::-1], 255 - U8]).astype(np.float32) / 255
+    eager = np.asarray(call(batch))
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: call(x))(batch)), eager, atol=1e-5)
+    np.testing.assert_allclose(np.stack([np.asarray(call(im)) for im in batch]), eager, atol=1e-5)
+    nchw = np.asarray(call(np.moveaxis(batch, -1, 1), layout="NCHW"))
+    np.testing.assert_allclose(np.moveaxis(nchw, 1, -1), eager, atol=1e-5)
+    u8 = np.asarray(call((batch * 255).round().astype(np.uint8)))
+    assert u8.dtype == np.uint8 and np.abs(u8.astype(int) - np.round(eager * 255)).max() <= 1
+
+
+def test_random_affine_draws_like_torchvision_and_replays():
+    x = RNG.random((64, 12, 16, 1), dtype=np.float32)
+    pipe = imgproc.Pipeline([{"op": "random_affine", "degrees": [-20, 40], "translate": [0.25, 0.5],
+                              "scale": [0.5, 0.75], "shear": [1, 2, 3, 4]}])
+    y, params = pipe(x, key=5, return_params=True)
+    p = {k: np.asarray(v) for k, v in params[0].items()}
+    assert (p["angle"] >= -20).all() and (p["angle"] <= 40).all() and p["angle"].std() > 10
+    assert (np.abs(p["tx"]) <= 4).all() and (np.abs(p["ty"]) <= 6).all() and (p["tx"] == np.round(p["tx"])).all()
+    assert (p["scale"] >= 0.5).all() and (p["scale"] <= 0.75).all()
+    assert (p["shear_x"] >= 1).all() and (p["shear_x"] <= 2).all() and (p["shear_y"] >= 3).all()
+    np.testing.assert_array_equal(np.asarray(pipe.apply(x, params)), np.asarray(y))
+    i = 7
+    one = imgproc.affine(x[i], angle=float(p["angle"][i]), translate=(float(p["tx"][i]), float(p["ty"][i])),
+                         scale=float(p["scale"][i]), shear=(float(p["shear_x"][i]), float(p["shear_y"][i])))
+    np.testing.assert_allclose(np.asarray(y[i]), np.asarray(one), atol=1e-5)
+
+
+def test_random_perspective_corners_follow_torchvision_ranges():
+    x = np.zeros((200, 13, 17, 1), np.float32)
+    pipe = imgproc.Pipeline([{"op": "random_perspective", "distortion_scale": 0.6, "p": 0.5}])
+    _, params = pipe(x, key=1, return_params=True)
+    e = np.asarray(params[0]["endpoints"])
+    corners = np.float32(START[:0] or [[0, 0], [16, 0], [16, 12], [0, 12]])
+    moved = (e != corners).any(axis=(1, 2))
+    assert 0.35 < moved.mean() < 0.65
+    dx, dy = int(0.6 * (17 // 2)), int(0.6 * (13 // 2))
+    assert (e == np.round(e)).all()
+    assert e[:, 0, 0].max() == dx and e[:, 0, 1].max() == dy and e[:, 1, 0].min() == 16 - dx
+    assert e[:, 2, 1].min() == 12 - dy and (e[:, [0, 3], 0] >= 0).all() and (e[:, [1, 2], 0] <= 16).all()
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: imgproc.affine(U8, scale=0), "scale must be a finite number in \\(0, inf\\]"),
+    (lambda: imgproc.affine(U8, angle=float("nan")), "angle must be a finite number"),
+    (lambda: imgproc.affine(U8, interpolation="cubic"), "interpolation must be one of 'bilinear', 'nearest'"),
+    (lambda: imgproc.affine(U8, shear=(1, 2, 3)), "shear must be a number or a pair"),
+    (lambda: imgproc.perspective(U8, START, START[:3]), "endpoints must be four finite"),
+    (lambda: imgproc.perspective(U8, START, [[0, float("nan")]] * 4), "endpoints must be four finite"),
+    (lambda: imgproc.random_affine(0, U8, degrees=-5), "degrees must be a finite number in \\[0"),
+    (lambda: imgproc.random_affine(0, U8, translate=(0.1, 1.5)), "translate\\[1\\] must be a finite number in \\[0, 1\\]"),
+    (lambda: imgproc.random_affine(0, U8, shear=(1, 2, 3)), "shear must be a number, a pair"),
+    (lambda: imgproc.random_perspective(0, U8, distortion_scale=1.5), "distortion_scale must be"),
+])
+def test_bad_warp_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call()

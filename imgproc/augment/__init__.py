@@ -92,6 +92,7 @@ from imgproc.augment._geometry import (
     translate,
 )
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
+from imgproc.augment._warp import INTERPOLATIONS, affine, perspective, random_affine, random_perspective
 from imgproc.augment._size import (
     RESIZE_METHODS,
     center_crop,
@@ -105,18 +106,20 @@ from imgproc.augment._size import (
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
-    "resize", "resize_shorter", "pad", "center_crop", "letterbox",
+    "resize", "resize_shorter", "pad", "center_crop", "letterbox", "affine", "perspective",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
     "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
-    "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
-    "random_resize",
+    "random_gaussian_blur",
+    "random_perspective", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_resize", "random_affine", "random_perspective",
 )
 
 __all__ = [
     "DETERMINISTIC_OPS",
+    "INTERPOLATIONS",
     "RANDOM_OPS",
     "RESIZE_METHODS",
     "SAMPLE_MODES",
@@ -126,6 +129,7 @@ __all__ = [
     "adjust_gamma",
     "adjust_hue",
     "adjust_saturation",
+    "affine",
     "center_crop",
     "crop",
     "default_strategy",
@@ -136,6 +140,8 @@ __all__ = [
     "hsv_to_rgb",
     "letterbox",
     "pad",
+    "perspective",
+    "random_affine",
     "random_apply",
     "random_brightness",
     "random_choice",
@@ -146,6 +152,7 @@ __all__ = [
     "random_flip_up_down",
     "random_gamma",
     "random_gaussian_blur",
+    "random_perspective",
     "random_grayscale",
     "random_hue",
     "random_resize",

@@ -326,8 +326,12 @@ def scaled_placement(image, scale, top, left, size, *, layout, method="linear", 
     return back(y, image.dtype)
 
 
-def _resize_params(key, shape, *, layout, size, scale=(0.5, 2.0)):
-    oh, ow = check_size_pair("size", size)
+def _canvas(size, shape, layout):
+    return hw(shape, layout) if size is None else check_size_pair("size", size)
+
+
+def _resize_params(key, shape, *, layout, size=None, scale=(0.5, 2.0)):
+    oh, ow = _canvas(size, shape, layout)
     check_range("scale", scale, low=1e-3)
     h, w = hw(shape, layout)
     ks, kt, kl = jax.random.split(key, 3)
@@ -341,15 +345,16 @@ def _resize_params(key, shape, *, layout, size, scale=(0.5, 2.0)):
             "left": jnp.sign(dw) * jnp.floor(jax.random.uniform(kl) * (jnp.abs(dw) + 1.0))}
 
 
-def _apply_resize(image, params, *, layout, size, cval=0.0, method="linear", antialias=True):
+def _apply_resize(image, params, *, layout, size=None, cval=0.0, method="linear", antialias=True):
     check_choice("method", method, SCALED_METHODS)
-    return scaled_placement(jnp.asarray(image), params["scale"], params["top"], params["left"],
-                            check_size_pair("size", size), layout=layout, method=method, antialias=antialias, cval=cval)
+    image = jnp.asarray(image)
+    return scaled_placement(image, params["scale"], params["top"], params["left"], _canvas(size, image.shape, layout),
+                            layout=layout, method=method, antialias=antialias, cval=cval)
 
 
 @callers_type
-def random_resize(key, image, *, size, scale=(0.5, 2.0), cval=0.0, method="linear", antialias=True, layout=None):
-    """Scale jitter with a static output ``size = (height, width)``: the image is resized by
+def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="linear", antialias=True, layout=None):
+    """Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by
     ``s * min(height / H, width / W)`` with ``s`` uniform in ``scale`` (``s = 1`` fits it in
     ``size``, keeping the aspect ratio), then placed at a uniform random integer position
     on a ``size`` canvas of ``cval``: padded where it is smaller, cropped where larger (the
@@ -366,7 +371,8 @@ def random_resize(key, image, *, size, scale=(0.5, 2.0), cval=0.0, method="linea
         (2, 32, 32, 3)
     """
     check_choice("method", method, SCALED_METHODS)
-    check_size_pair("size", size)
+    if size is not None:
+        check_size_pair("size", size)
     check_number("cval", cval)
     return run_random_op(_resize_params, _apply_resize, key, image, layout=layout, size=size, scale=scale, cval=cval,
                          method=method, antialias=antialias)
