@@ -23,6 +23,7 @@ from imgproc._stages import OpInfo, register_ops
 from imgproc._types import callers_type
 from imgproc._validate import check_choice, check_mode, check_number, check_range, check_size_pair
 from imgproc.augment._common import back, hw, to_float
+from imgproc.augment._targets import matrix_rule, scale_translate
 
 __all__ = ["RESIZE_METHODS", "center_crop", "letterbox", "pad", "random_resize", "resize", "resize_shorter"]
 
@@ -378,12 +379,41 @@ def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="
                          method=method, antialias=antialias)
 
 
+# --------------------------------------------------------------------------- targets
+# how boxes, masks and keypoints follow each op (imgproc.augment._targets): one matrix each
+
+
+def _to_size(q, i, o, /, **_):
+    return scale_translate(o[1] / i[1], o[0] / i[0], 0.0, 0.0)
+
+
+def _pad_matrix(q, i, o, /, padding, **_):
+    left, top, _, _ = _padding4(padding)
+    return scale_translate(1.0, 1.0, left, top)
+
+
+def _center_crop_matrix(q, i, o, /, size, **_):
+    ltrb, top, left = center_crop_box(*i, check_size_pair("size", size))
+    return scale_translate(1.0, 1.0, ltrb[0] - left, ltrb[1] - top)
+
+
+def _letterbox_matrix(q, i, o, /, size, **_):
+    top, left, nh, nw = letterbox_box(*i, check_size_pair("size", size))
+    return scale_translate(nw / i[1], nh / i[0], left, top)
+
+
+def _random_resize_matrix(q, i, o, /, **_):
+    s = q["scale"] * min(o[0] / i[0], o[1] / i[1])
+    return scale_translate(s, s, q["left"], q["top"])
+
+
 OPS = (
-    OpInfo("resize", resize),
-    OpInfo("resize_shorter", resize_shorter),
-    OpInfo("pad", pad),
-    OpInfo("center_crop", center_crop),
-    OpInfo("letterbox", letterbox),
-    OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize),
+    OpInfo("resize", resize, targets=matrix_rule(_to_size)),
+    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size)),
+    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix)),
+    OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
+    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix)),
+    OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
+           targets=matrix_rule(_random_resize_matrix)),
 )
 register_ops(OPS)

@@ -23,7 +23,8 @@ from imgproc._random import bernoulli, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._types import callers_type
 from imgproc._validate import check_choice, check_number, check_range, is_traced
-from imgproc.augment._common import back, hw, to_float
+from imgproc.augment._common import hw, sample_nearest, warp_coordinates
+from imgproc.augment._targets import matrix_rule
 from imgproc.augment._geometry import _cos_sin_degrees, sample
 
 __all__ = ["INTERPOLATIONS", "affine", "affine_matrix", "perspective", "perspective_matrix", "random_affine",
@@ -65,32 +66,13 @@ def _check_interpolation(interpolation):
     return check_choice("interpolation", interpolation, INTERPOLATIONS)
 
 
-def _sample_nearest(image, rows, cols, layout, cval):
-    """Nearest sampling at float ``rows``/``cols`` (rounded half to even, as PyTorch's
-    ``grid_sample(mode="nearest")``); a pixel outside the image reads ``cval``."""
-    a, b = spatial_axes(layout)
-    h, w = hw(image, layout)
-    ri, ci = jnp.round(rows).astype(jnp.int32), jnp.round(cols).astype(jnp.int32)
-    inside = (ri >= 0) & (ri < h) & (ci >= 0) & (ci < w)
-    x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
-    value = x[jnp.clip(ri, 0, h - 1), jnp.clip(ci, 0, w - 1)]
-    extra = (1,) * (x.ndim - 2)
-    value = jnp.where(inside.reshape(inside.shape + extra), value, jnp.asarray(cval, jnp.float32))
-    return back(jnp.moveaxis(value, (0, 1), (a, b)), image.dtype)
-
-
 def warp(image, matrix, *, layout, interpolation="bilinear", cval=0.0, size=None):
     """Resample a checked image with the forward 3×3 ``matrix`` (pixel indices, traced):
     output pixel ``(x, y)`` reads the source at ``matrix⁻¹ (x, y, 1)``. ``size``: the output
     (H, W), default the input's."""
-    h, w = hw(image, layout) if size is None else size
-    inv = jnp.linalg.inv(jnp.asarray(matrix, jnp.float32))
-    ys, xs = jnp.meshgrid(jnp.arange(h, dtype=jnp.float32), jnp.arange(w, dtype=jnp.float32), indexing="ij")
-    den = inv[2, 0] * xs + inv[2, 1] * ys + inv[2, 2]
-    cols = (inv[0, 0] * xs + inv[0, 1] * ys + inv[0, 2]) / den
-    rows = (inv[1, 0] * xs + inv[1, 1] * ys + inv[1, 2]) / den
+    rows, cols = warp_coordinates(matrix, hw(image, layout) if size is None else size)
     if interpolation == "nearest":
-        return _sample_nearest(image, rows, cols, layout, cval)
+        return sample_nearest(image, rows, cols, layout, cval)
     return sample(image, rows, cols, mode="grid-constant", cval=cval, layout=layout)
 
 
@@ -311,10 +293,21 @@ def random_perspective(key, image, *, distortion_scale=0.5, p=0.5, interpolation
                          distortion_scale=distortion_scale, p=p, interpolation=interpolation, cval=cval)
 
 
+# how boxes, masks and keypoints follow each warp (imgproc.augment._targets): its matrix
+
+
+def _affine_options_matrix(q, i, o, /, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), **_):
+    return affine_matrix(*i, angle=angle, translate=_pair("translate", translate), scale=scale,
+                         shear=_pair("shear", shear))
+
+
 OPS = (
-    OpInfo("affine", affine),
-    OpInfo("perspective", perspective),
-    OpInfo("random_affine", random_affine, sample=_affine_params, apply=_apply_affine),
-    OpInfo("random_perspective", random_perspective, sample=_perspective_params, apply=_apply_perspective),
+    OpInfo("affine", affine, targets=matrix_rule(_affine_options_matrix)),
+    OpInfo("perspective", perspective,
+           targets=matrix_rule(lambda q, i, o, /, startpoints, endpoints, **_: perspective_matrix(startpoints, endpoints))),
+    OpInfo("random_affine", random_affine, sample=_affine_params, apply=_apply_affine,
+           targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW"))),
+    OpInfo("random_perspective", random_perspective, sample=_perspective_params, apply=_apply_perspective,
+           targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW"))),
 )
 register_ops(OPS)
