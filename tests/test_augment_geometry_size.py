@@ -150,6 +150,13 @@ def test_uint8_resize_is_within_one_level_of_pillow_on_downscale(method):
     assert np.abs(ours - ref).max() <= (0 if method == "nearest" else 1)
 
 
+@pytest.mark.parametrize("size", [(11, 13), (40, 50), (7, 60)])
+def test_nearest_equals_opencv_nearest_exact_not_inter_nearest(size):
+    ours = np.asarray(imgproc.resize(U8, size, method="nearest"))
+    np.testing.assert_array_equal(ours, cv2.resize(U8, size[::-1], interpolation=cv2.INTER_NEAREST_EXACT))
+    assert (ours != cv2.resize(U8, size[::-1], interpolation=cv2.INTER_NEAREST)).any()  # floor(i * in / out)
+
+
 def test_nearest_is_exact_and_keeps_uint16():
     x = (RNG.random((9, 7)) * 65535).astype(np.uint16)
     y = np.asarray(imgproc.resize(x, (4, 15), method="nearest"))

@@ -28,7 +28,9 @@ called with (a uint8 batch is treated as 0..255, a float batch as 0..1). Ops do 
 (a float result may leave [0, max_value]); integer results are rounded and saturated
 once, at the end.
 
-Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colour``
+Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_size``
+(resize, pad, centre crop, letterbox, scale jitter), ``_warp`` (affine, perspective),
+``_targets`` (boxes, masks and keypoints that follow the image), ``_colour``
 (HSV, brightness, contrast, gamma, grayscale), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
