@@ -442,3 +442,23 @@ def test_random_perspective_corners_follow_torchvision_ranges():
 def test_bad_warp_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_traced_numbers_do_not_recompile():
+    traces = []
+
+    @jax.jit
+    def f(x, angle, shear, key, lo, hi, scale_lo):
+        traces.append(1)
+        a = imgproc.affine(x, angle=angle, shear=(shear, 0.0))
+        b = imgproc.random_affine(key, x, degrees=(lo, hi), scale=(scale_lo, 1.0))
+        c = imgproc.random_resize(key, x, size=(20, 20), scale=(scale_lo, 1.0))
+        d = imgproc.random_perspective(key, x, distortion_scale=lo / 100, p=scale_lo)
+        return a, b, c, d
+
+    x = np.stack([U8, U8]).astype(np.float32)
+    k = jax.random.key(0)
+    first = f(x, 10.0, 5.0, k, 10.0, 20.0, 0.5)
+    second = f(x, 30.0, -5.0, k, 30.0, 40.0, 0.7)
+    assert len(traces) == 1
+    assert all(not np.allclose(a, b) for a, b in zip(first, second))

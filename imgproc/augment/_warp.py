@@ -76,10 +76,17 @@ def warp(image, matrix, *, layout, interpolation="bilinear", cval=0.0, size=None
     return sample(image, rows, cols, mode="grid-constant", cval=cval, layout=layout)
 
 
+def _shape(value):
+    """The shape of a number, a list/tuple (of possibly traced numbers) or an array."""
+    if isinstance(value, (list, tuple)):
+        return (len(value),)
+    return tuple(getattr(value, "shape", np.shape(value)))
+
+
 def _pair(name, value):
-    if np.ndim(value) == 0:
+    if _shape(value) == ():
         return check_number(name, value), 0.0
-    if np.shape(value) != (2,):
+    if _shape(value) != (2,):
         raise ValueError(f"{name} must be a number or a pair (x, y); got {value!r}")
     return check_number(f"{name}[0]", value[0]), check_number(f"{name}[1]", value[1])
 
@@ -175,18 +182,18 @@ def perspective(image, startpoints, endpoints, *, interpolation="bilinear", cval
 
 def _range(name, value):
     """A number ``v`` as ``(-v, v)`` (``v >= 0``), or a pair ``(low, high)``."""
-    if np.ndim(value) == 0:
+    if _shape(value) == ():
         check_number(name, value, low=0)
         return -value, value
     return tuple(check_range(name, value))
 
 
 def _shear_ranges(shear):
-    if np.ndim(shear) == 0:
+    if _shape(shear) == ():
         return _range("shear", shear), (0.0, 0.0)
-    if np.shape(shear) == (2,):
+    if _shape(shear) == (2,):
         return tuple(check_range("shear", shear)), (0.0, 0.0)
-    if np.shape(shear) == (4,):
+    if _shape(shear) == (4,):
         return tuple(check_range("shear", shear[:2])), tuple(check_range("shear", shear[2:]))
     raise ValueError(f"shear must be a number, a pair (x range) or four numbers (x range, y range); got {shear!r}")
 
@@ -234,7 +241,7 @@ def random_affine(key, image, *, degrees=10.0, translate=(0.1, 0.1), scale=(0.9,
     """
     _check_interpolation(interpolation)
     check_number("cval", cval)
-    if np.shape(translate) != (2,):
+    if _shape(translate) != (2,):
         raise ValueError(f"translate must be a pair of fractions (x, y) in [0, 1]; got {translate!r}")
     return run_random_op(_affine_params, _apply_affine, key, image, layout=layout, degrees=degrees,
                          translate=translate, scale=scale, shear=shear, interpolation=interpolation, cval=cval)
