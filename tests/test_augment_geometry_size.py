@@ -462,3 +462,13 @@ def test_traced_numbers_do_not_recompile():
     second = f(x, 30.0, -5.0, k, 30.0, 40.0, 0.7)
     assert len(traces) == 1
     assert all(not np.allclose(a, b) for a, b in zip(first, second))
+
+
+def test_antialias_off_is_plain_jax_resize_and_half_precision_is_kept():
+    down = np.asarray(imgproc.resize(F32, (7, 9), antialias=False))
+    np.testing.assert_array_equal(down, np.asarray(jax.image.resize(F32, (7, 9), "linear", antialias=False)))
+    assert not np.allclose(down, np.asarray(imgproc.resize(F32, (7, 9))))  # antialias widens the kernel on downscale
+    for dtype in (np.float16, jax.numpy.bfloat16):
+        y = imgproc.resize(F32.astype(dtype), (11, 13), method="cubic")
+        assert y.dtype == dtype
+        np.testing.assert_allclose(np.asarray(y, np.float32), pil_resize(F32, (11, 13), "cubic"), atol=2e-2)

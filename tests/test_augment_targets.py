@@ -211,3 +211,12 @@ def test_keypoints_outside_at_input_are_invisible_not_an_error():
     _, t = imgproc.Pipeline([{"op": "flip_left_right"}])(x, targets={"keypoints": kp})
     assert np.asarray(t["keypoint_valid"]).tolist() == [[False, True, False]] * B
     np.testing.assert_allclose(np.asarray(t["keypoints"])[0], [[41, 3], [37, 3], [0, 3]])
+
+
+def test_nchw_images_take_channels_last_masks_and_give_the_nhwc_targets():
+    x, targets = scene()
+    spec = [{"op": "random_affine", "degrees": 20}, {"op": "random_resize", "size": [30, 30]}]
+    _, nhwc = imgproc.Pipeline(spec)(x, key=5, targets=targets)
+    _, nchw = imgproc.Pipeline(spec, layout="NCHW")(np.moveaxis(x, -1, 1), key=5, targets=targets)
+    for k in nhwc:
+        np.testing.assert_allclose(np.asarray(nchw[k]), np.asarray(nhwc[k]), atol=1e-5)
