@@ -220,3 +220,13 @@ def test_nchw_images_take_channels_last_masks_and_give_the_nhwc_targets():
     _, nchw = imgproc.Pipeline(spec, layout="NCHW")(np.moveaxis(x, -1, 1), key=5, targets=targets)
     for k in nhwc:
         np.testing.assert_allclose(np.asarray(nchw[k]), np.asarray(nhwc[k]), atol=1e-5)
+
+
+def test_64_bit_targets_come_back_in_32_bits_without_warnings():
+    import warnings
+    x, targets = scene()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, t = imgproc.Pipeline([{"op": "random_flip_left_right"}])(
+            x, key=0, targets={"boxes": targets["boxes"].astype(np.float64), "masks": targets["masks"].astype(np.int64)})
+    assert np.asarray(t["boxes"]).dtype == np.float32 and np.asarray(t["masks"]).dtype == np.int32

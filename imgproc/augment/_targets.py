@@ -24,7 +24,8 @@ Conventions (one image; a batch adds a leading axis ``B`` to every array):
   Coordinates of invalid boxes are unspecified.
 * ``masks``: ``(H, W)`` or ``(H, W, M)`` (any number of masks, channels last whatever the
   image layout), any numeric dtype or bool; moved with nearest interpolation (exact label
-  values) and zero outside the source; dtype kept.
+  values up to 2**24) and zero outside the source; dtype kept (64-bit types come back as
+  JAX holds them: 32-bit unless x64 is enabled; so do float64 coordinates).
 * ``keypoints``: ``(P, 2)`` ``(x, y)`` in the same pixel-edge coordinates (the centre of
   pixel ``(r, c)`` is ``(c + 0.5, r + 0.5)``), with ``keypoint_valid`` ``(P,)`` bool. A
   keypoint that leaves the output image ``[0, W) × [0, H)`` is marked invalid (its
@@ -193,6 +194,7 @@ def check_targets(targets, image_shape, layout, batched):
                 continue
             if k == "masks":
                 dtype, nd = info["masks"]
+                dtype = jax.dtypes.canonicalize_dtype(dtype)  # int64 -> int32 without x64
                 v = v if nd == 3 else v[..., 0]
                 if dtype == np.bool_:
                     v = v > 0.5
@@ -201,7 +203,7 @@ def check_targets(targets, image_shape, layout, batched):
                 else:
                     v = v.astype(dtype)
             elif k in info and np.issubdtype(info[k], np.floating):
-                v = v.astype(info[k])
+                v = v.astype(jax.dtypes.canonicalize_dtype(info[k]))  # float64 -> float32 without x64
             res[k] = v
         return res if batched else {k: v[0] for k, v in res.items()}
 
