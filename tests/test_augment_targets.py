@@ -230,3 +230,14 @@ def test_64_bit_targets_come_back_in_32_bits_without_warnings():
         _, t = imgproc.Pipeline([{"op": "random_flip_left_right"}])(
             x, key=0, targets={"boxes": targets["boxes"].astype(np.float64), "masks": targets["masks"].astype(np.int64)})
     assert np.asarray(t["boxes"]).dtype == np.float32 and np.asarray(t["masks"]).dtype == np.int32
+
+
+def test_degenerate_boxes_are_dropped_and_never_come_back():
+    # torchvision's test_transforms_v2 degenerate xyxy boxes: no area, no height, no width
+    # (its x1 > x2 / y1 > y2 cases are refused here: see test_bad_targets_raise)
+    x = np.zeros((1, 12, 12, 1), np.float32)
+    boxes = np.array([[[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [2, 2, 6, 6], [3, 3, 5, 5]]], np.float32)
+    valid = np.array([[True, True, True, True, False]])
+    _, t = imgproc.Pipeline([{"op": "flip_left_right"}, {"op": "random_rotate"}])(
+        x, key=0, targets={"boxes": boxes, "box_valid": valid})
+    assert np.asarray(t["box_valid"]).tolist() == [[False, False, False, True, False]]
