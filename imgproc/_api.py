@@ -12,7 +12,7 @@ from imgproc._convolution import convolve, correlate
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
 from imgproc._io import load_image, save_image
 from imgproc._pipeline import Pipeline
-from imgproc._stages import LoweringHints, register_op, registered_ops
+from imgproc._stages import KEEPS_TARGETS, LoweringHints, TargetRule, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
 from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
@@ -41,10 +41,12 @@ __all__ = [
     "ImgprocError",
     "InputError",
     "InvalidImageError",
+    "KEEPS_TARGETS",
     "LayoutWarning",
     "LoweringHints",
     "OutputError",
     "Pipeline",
+    "TargetRule",
     "WriteError",
     "box_blur",
     "convolve",

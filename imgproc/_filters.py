@@ -27,7 +27,7 @@ from imgproc._convolution import (
     run_lowering,
 )
 from imgproc._random import run_random_op, uniform
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._validate import (check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
                                is_traced)
 
@@ -319,4 +319,4 @@ OPS = (
     OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur),
     OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen),
 )
-register_ops(OPS)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -25,6 +25,7 @@ How a call is carried out (chunks, size buckets, one slice per core) is
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jax
@@ -39,7 +40,8 @@ from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
-from imgproc._validate import LAYOUT_NDIM, check_key, check_layout
+from imgproc._validate import LAYOUT_NDIM, check_key, check_layout, check_number
+from imgproc.augment._targets import check_targets, move_targets, target_rules
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -136,25 +138,64 @@ class Pipeline:
         self.__init__(state["spec"], layout=state["layout"], bucket=state["bucket"])
 
     @callers_type
-    def __call__(self, images, *, key=None, indices=None, return_params=False):
+    def __call__(self, images, *, key=None, indices=None, return_params=False, targets=None, min_box_area=1.0,
+                 min_box_visibility=0.0):
         """Run on ``images``; random stages draw from ``key`` (see the class docstring): a
-        ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``."""
+        ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``.
+
+        ``targets``: boxes, masks and keypoints that go with the images (a dict with keys
+        among ``boxes``, ``box_valid``, ``masks``, ``keypoints``, ``keypoint_valid``; see
+        :mod:`imgproc.augment._targets` and ``docs/augment.md``), moved with the same draws:
+        the call then returns ``(images, targets)`` (``(images, targets, params)`` with
+        ``return_params``). Boxes whose visible area falls below ``min_box_area`` pixels or
+        ``min_box_visibility`` of their moved area are marked invalid."""
         if self.is_random and key is None:
             raise ValueError("this pipeline has random stages: call it with key=jax.random.key(seed) "
                              "(or an int seed, key=0)")
         if key is not None:
             key = check_key(key)
+        if targets is not None:
+            return self._with_targets(images, targets, key=key, indices=indices, params=None,
+                                      return_params=return_params, min_area=min_box_area,
+                                      min_visibility=min_box_visibility)
         return self._call(images, key=key, indices=indices, params=None, return_params=return_params)
 
     @callers_type
-    def apply(self, images, params, *, indices=None):
+    def apply(self, images, params, *, indices=None, targets=None, min_box_area=1.0, min_box_visibility=0.0):
         """Run with the parameters a call with ``return_params=True`` returned, instead of
         drawing them: ``pipe.apply(x, pipe(x, key=k, return_params=True)[1])`` equals
-        ``pipe(x, key=k)``. ``params`` must match the batch (one entry per stage)."""
+        ``pipe(x, key=k)``. ``params`` must match the batch (one entry per stage).
+        ``targets``: as for a call; returns ``(images, targets)``."""
         if not isinstance(params, (tuple, list)) or len(params) != len(self.stages):
             raise ValueError(f"params must hold one entry per stage ({len(self.stages)}), as returned with "
                              "return_params=True")
+        if targets is not None:
+            return self._with_targets(images, targets, key=None, indices=indices, params=tuple(params),
+                                      return_params=False, min_area=min_box_area, min_visibility=min_box_visibility)
         return self._call(images, key=None, indices=indices, params=tuple(params), return_params=False)
+
+    def _with_targets(self, images, targets, *, key, indices, params, return_params, min_area, min_visibility):
+        """The images as a plain call makes them, and the targets moved with the parameters
+        that call drew (or was given)."""
+        rules = target_rules(self.stages)  # refuses a stage without a rule, before anything runs
+        check_number("min_box_area", min_area, low=0)
+        check_number("min_box_visibility", min_visibility, low=0, high=1)
+        checked, layout = check_image(images, self.layout)
+        moved, restore = check_targets(targets, checked.shape, layout, layout in BATCH_LAYOUTS)
+        if params is None:
+            y, drawn = self._call(images, key=key, indices=indices, params=None, return_params=True)
+        else:
+            y, drawn = self._call(images, key=None, indices=indices, params=params, return_params=False), params
+        moved = self._move_targets(moved, tuple(drawn), jnp.float32(min_area), jnp.float32(min_visibility),
+                                   shape=tuple(checked.shape), dtype=str(checked.dtype), layout=layout,
+                                   rules=tuple(rules))
+        out = restore(moved)
+        return (y, out, drawn) if return_params else (y, out)
+
+    @functools.partial(jax.jit, static_argnums=0, static_argnames=("shape", "dtype", "layout", "rules"))
+    def _move_targets(self, targets, params, min_area, min_visibility, *, shape, dtype, layout, rules):
+        return move_targets(self.stages, rules, params, shape, layout, targets, max_value=dtype_max(jnp.dtype(dtype)),
+                            min_area=min_area, min_visibility=min_visibility)
 
     def _call(self, images, *, key, indices, params, return_params):
         images, layout = check_image(images, self.layout)

@@ -32,7 +32,28 @@ from typing import Callable
 import jax
 import numpy as np
 
-__all__ = ["LoweringHints", "OpInfo", "Stage", "lookup", "register_op", "register_ops", "registered_ops"]
+__all__ = ["KEEPS_TARGETS", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
+           "registered_ops"]
+
+# OpInfo.targets of an op that changes pixel values only: boxes, masks and keypoints stay.
+KEEPS_TARGETS = "keeps targets"
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetRule:
+    """How a geometric op moves the targets that go with an image (boxes, masks, keypoints),
+    for one image with the op's parameters (None for a deterministic op).
+
+    Attributes:
+        points: ``points(xy, params, *, in_hw, out_hw, **options) -> xy``: moves ``(N, 2)``
+            points ``(x, y)`` in pixel-edge coordinates (pixel ``(r, c)`` spans ``[c, c + 1]
+            × [r, r + 1]``) from the input image to the output. Boxes move by their corners.
+        mask: ``mask(mask, params, *, in_hw, out_hw, **options) -> mask``: the op applied to
+            an ``(H, W, M)`` float32 mask with nearest interpolation and zero fill.
+    """
+
+    points: Callable
+    mask: Callable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +126,10 @@ class OpInfo:
             applies ``apply`` under ``vmap``.
         parse: converts spec options to call options (nested stages to :class:`Stage`).
         radius: local ops: the reach in pixels for given options (size buckets need it).
+        targets: what the op does to targets (boxes, masks, keypoints) passed with the
+            image: :data:`KEEPS_TARGETS` (pixel values only), a :class:`TargetRule`
+            (geometric), a function of the stage's options returning one of those or None
+            (ops holding other stages), or None: unknown, and refused when targets are given.
     """
 
     name: str
@@ -114,6 +139,7 @@ class OpInfo:
     run_batch: Callable | None = None
     parse: Callable[[dict], dict] | None = None
     radius: Callable[[dict], int] | None = None
+    targets: object = None
 
     @property
     def random(self) -> bool:
@@ -132,19 +158,24 @@ class OpInfo:
 _REGISTRY: dict[str, OpInfo] = {}
 
 
-def register_ops(infos) -> None:
-    """Register a family's table of :class:`OpInfo`."""
+def register_ops(infos, *, targets=None) -> None:
+    """Register a family's table of :class:`OpInfo`. ``targets``: the family's default for
+    ops that do not say (:data:`KEEPS_TARGETS` for families that change pixel values only)."""
     for info in infos:
         if info.random != (info.apply is not None):
             raise ValueError(f"op {info.name!r}: a random op needs both sample and apply")
+        if info.targets is None and targets is not None:
+            info = dataclasses.replace(info, targets=targets)
         _REGISTRY[info.name] = info
 
 
-def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=None, parse=None, radius=None) -> Callable:
+def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=None, parse=None, radius=None,
+                targets=None) -> Callable:
     """Make ``fn`` usable as a pipeline stage called ``name`` in specs (see :class:`OpInfo`).
 
     A deterministic op is ``fn(image, *, layout=None, **options)``; a random one gives its
-    ``sample`` and ``apply`` pieces. Returns ``fn``.
+    ``sample`` and ``apply`` pieces; ``targets`` says what it does to boxes, masks and
+    keypoints (:data:`KEEPS_TARGETS` or a :class:`TargetRule`; None refuses targets). Returns ``fn``.
 
     Example:
         >>> import imgproc
@@ -154,7 +185,8 @@ def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=N
         >>> "invert_uint8" in imgproc.registered_ops()
         True
     """
-    register_ops([OpInfo(name, fn, sample=sample, apply=apply, run_batch=run_batch, parse=parse, radius=radius)])
+    register_ops([OpInfo(name, fn, sample=sample, apply=apply, run_batch=run_batch, parse=parse, radius=radius,
+                         targets=targets)])
     return fn
 
 
@@ -176,6 +208,15 @@ def lookup(op) -> OpInfo:
         f"{getattr(op, '__name__', op)!r} is not a registered op; use one of "
         f"{', '.join(registered_ops())} or imgproc.register_op"
     )
+
+
+def resolve_targets(stage):
+    """What ``stage`` does to targets: :data:`KEEPS_TARGETS`, a :class:`TargetRule`, or None
+    (unknown). An op holding other stages registers a function of its options."""
+    t = stage.info.targets
+    if callable(t) and not isinstance(t, TargetRule):
+        t = t(stage.options)
+    return t
 
 
 def _check_options(info: OpInfo, options: dict) -> None:

@@ -33,7 +33,7 @@ from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
 from imgproc._types import callers_type
 from imgproc._noise_level import sigma_nhwc
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
@@ -800,4 +800,4 @@ OPS = (
     OpInfo("bm3d", bm3d),
     OpInfo("denoise", denoise),
 )
-register_ops(OPS)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -143,6 +143,14 @@ EXAMPLE_OPTIONS = {
     "random_crop": {"size": [6, 6]},
     "bilateral": {"sigma_color": 20.0, "sigma_spatial": 1.5},
     "bm3d": {"sigma": 20.0},
+    "resize": {"size": [7, 13]},
+    "resize_shorter": {"size": 8, "max_size": 12},
+    "pad": {"padding": [1, 2, 3, 4], "mode": "wrap"},
+    "center_crop": {"size": [6, 12]},
+    "letterbox": {"size": [9, 14], "cval": 0.5},
+    "random_resize": {"size": [9, 9], "scale": [0.5, 1.5]},
+    "perspective": {"startpoints": [[0, 0], [9, 0], [9, 9], [0, 9]], "endpoints": [[1, 0], [9, 2], [8, 9], [0, 7]]},
+    "affine": {"angle": 12.0, "translate": [1, 2], "scale": 0.9, "shear": [5.0, 0.0]},
 }
 
 

@@ -28,7 +28,9 @@ called with (a uint8 batch is treated as 0..255, a float batch as 0..1). Ops do 
 (a float result may leave [0, max_value]); integer results are rounded and saturated
 once, at the end.
 
-Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colour``
+Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_size``
+(resize, pad, centre crop, letterbox, scale jitter), ``_warp`` (affine, perspective),
+``_targets`` (boxes, masks and keypoints that follow the image), ``_colour``
 (HSV, brightness, contrast, gamma, grayscale), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
@@ -92,21 +94,36 @@ from imgproc.augment._geometry import (
     translate,
 )
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
+from imgproc.augment._warp import INTERPOLATIONS, affine, perspective, random_affine, random_perspective
+from imgproc.augment._size import (
+    RESIZE_METHODS,
+    center_crop,
+    letterbox,
+    pad,
+    random_resize,
+    resize,
+    resize_shorter,
+)
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
+    "resize", "resize_shorter", "pad", "center_crop", "letterbox", "affine", "perspective",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
     "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
-    "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_gaussian_blur",
+    "random_perspective", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_resize", "random_affine", "random_perspective",
 )
 
 __all__ = [
     "DETERMINISTIC_OPS",
+    "INTERPOLATIONS",
     "RANDOM_OPS",
+    "RESIZE_METHODS",
     "SAMPLE_MODES",
     "STRATEGIES",
     "adjust_brightness",
@@ -114,6 +131,8 @@ __all__ = [
     "adjust_gamma",
     "adjust_hue",
     "adjust_saturation",
+    "affine",
+    "center_crop",
     "crop",
     "default_strategy",
     "erase",
@@ -121,6 +140,10 @@ __all__ = [
     "flip_up_down",
     "gaussian_noise",
     "hsv_to_rgb",
+    "letterbox",
+    "pad",
+    "perspective",
+    "random_affine",
     "random_apply",
     "random_brightness",
     "random_choice",
@@ -131,14 +154,18 @@ __all__ = [
     "random_flip_up_down",
     "random_gamma",
     "random_gaussian_blur",
+    "random_perspective",
     "random_grayscale",
     "random_hue",
+    "random_resize",
     "random_resized_crop",
     "random_rot90",
     "random_rotate",
     "random_saturation",
     "random_sharpen",
     "random_translate",
+    "resize",
+    "resize_shorter",
     "resized_crop",
     "rgb_to_grayscale",
     "rgb_to_hsv",

@@ -33,7 +33,7 @@ import numpy as np
 
 from imgproc._types import callers_type
 from imgproc._random import run_random_op
-from imgproc._stages import LoweringHints, OpInfo, Stage, register_ops
+from imgproc._stages import KEEPS_TARGETS, LoweringHints, OpInfo, Stage, register_ops, resolve_targets
 from imgproc._validate import check_choice, check_number, is_traced
 
 STRATEGIES = ("select", "map", "group")
@@ -272,10 +272,16 @@ def _parse_apply(opts):
     return dict(opts, stage=Stage.of(opts["stage"]))
 
 
+def _keeps_if_all_keep(stages):
+    """Targets rule of a stage holding ``stages``: they stay when every held op keeps them;
+    otherwise unknown (None: refused), since moving them would need the branch drawn."""
+    return KEEPS_TARGETS if all(resolve_targets(s) is KEEPS_TARGETS for s in stages) else None
+
+
 OPS = (
     OpInfo("random_choice", random_choice, sample=_choice_params, apply=_apply_choice, run_batch=_choice_batch,
-           parse=_parse_choice),
+           parse=_parse_choice, targets=lambda o: _keeps_if_all_keep(o["ops"])),
     OpInfo("random_apply", random_apply, sample=_apply_params, apply=_apply_apply, run_batch=_apply_batch,
-           parse=_parse_apply),
+           parse=_parse_apply, targets=lambda o: _keeps_if_all_keep([o["stage"]])),
 )
 register_ops(OPS)

@@ -12,7 +12,7 @@ from imgproc._types import callers_type
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._validate import check_number, check_range
 from imgproc.augment._common import back, need_rgb, to_float
 
@@ -322,4 +322,4 @@ OPS = (
     OpInfo("random_gamma", random_gamma, sample=_gamma_params, apply=_apply_gamma),
     OpInfo("random_grayscale", random_grayscale, sample=_grayscale_params, apply=_apply_grayscale),
 )
-register_ops(OPS)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

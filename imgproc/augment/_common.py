@@ -17,7 +17,7 @@ from imgproc._arrays import channel_axis, spatial_axes, to_output
 from imgproc._random import uniform
 from imgproc._validate import check_range
 
-__all__ = ["back", "channels", "draw_box", "hw", "need_rgb", "to_float"]
+__all__ = ["back", "channels", "draw_box", "hw", "need_rgb", "sample_nearest", "to_float", "warp_coordinates"]
 
 
 def hw(shape_or_image, layout):
@@ -55,3 +55,30 @@ def draw_box(ka, kr, h, w, scale, ratio):
     area = uniform(ka, scale[0], scale[1]) * (h * w)
     r = jnp.exp(uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
     return jnp.sqrt(area * r), jnp.sqrt(area / r)
+
+
+def warp_coordinates(matrix, out_hw):
+    """Source ``(rows, cols)`` of every pixel of an ``out_hw`` output under the forward 3×3
+    ``matrix`` (pixel indices, ``x = col, y = row``): ``matrix⁻¹ (x, y, 1)`` after the
+    projective divide."""
+    h, w = out_hw
+    inv = jnp.linalg.inv(jnp.asarray(matrix, jnp.float32))
+    ys, xs = jnp.meshgrid(jnp.arange(h, dtype=jnp.float32), jnp.arange(w, dtype=jnp.float32), indexing="ij")
+    den = inv[2, 0] * xs + inv[2, 1] * ys + inv[2, 2]
+    cols = (inv[0, 0] * xs + inv[0, 1] * ys + inv[0, 2]) / den
+    rows = (inv[1, 0] * xs + inv[1, 1] * ys + inv[1, 2]) / den
+    return rows, cols
+
+
+def sample_nearest(image, rows, cols, layout, cval):
+    """Nearest sampling at float ``rows``/``cols`` (rounded half to even, as PyTorch's
+    ``grid_sample(mode="nearest")``); a pixel outside the image reads ``cval``. dtype kept."""
+    a, b = spatial_axes(layout)
+    h, w = hw(image, layout)
+    ri, ci = jnp.round(rows).astype(jnp.int32), jnp.round(cols).astype(jnp.int32)
+    inside = (ri >= 0) & (ri < h) & (ci >= 0) & (ci < w)
+    x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
+    value = x[jnp.clip(ri, 0, h - 1), jnp.clip(ci, 0, w - 1)]
+    extra = (1,) * (x.ndim - 2)
+    value = jnp.where(inside.reshape(inside.shape + extra), value, jnp.asarray(cval, jnp.float32))
+    return back(jnp.moveaxis(value, (0, 1), (a, b)), image.dtype)

@@ -9,7 +9,7 @@ from imgproc._types import callers_type
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._validate import check_choice, check_number
 from imgproc.augment._common import back, draw_box, hw, to_float
 from imgproc.augment._noise import field_words, hash_normal
@@ -99,4 +99,4 @@ OPS = (
     OpInfo("erase", erase),
     OpInfo("random_erasing", random_erasing, sample=_erasing_params, apply=_apply_erasing),
 )
-register_ops(OPS)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

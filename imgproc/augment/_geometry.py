@@ -20,6 +20,7 @@ from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._validate import SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair
 from imgproc.augment._common import back, draw_box, hw, to_float
+from imgproc.augment._targets import matrix_rule, scale_translate
 
 
 
@@ -367,20 +368,88 @@ def random_translate(key, image, *, max_fraction=0.1, mode="constant", cval=0.0,
                          mode=mode, cval=cval)
 
 
+# --------------------------------------------------------------------------- targets
+# Each op is one 3x3 matrix in pixel indices (x = col, y = row): how boxes, masks and
+# keypoints follow the image (imgproc.augment._targets).
+
+
+def _flip_lr_matrix(h, w):
+    return jnp.asarray([[-1, 0, w - 1], [0, 1, 0], [0, 0, 1]], jnp.float32)
+
+
+def _flip_ud_matrix(h, w):
+    return jnp.asarray([[1, 0, 0], [0, -1, h - 1], [0, 0, 1]], jnp.float32)
+
+
+def _rot90_matrices(h, w):
+    """np.rot90 by k = 0..3 quarter turns (counter-clockwise) of an (h, w) image."""
+    return jnp.asarray([[[1, 0, 0], [0, 1, 0], [0, 0, 1]], [[0, 1, 0], [-1, 0, w - 1], [0, 0, 1]],
+                        [[-1, 0, w - 1], [0, -1, h - 1], [0, 0, 1]], [[0, -1, h - 1], [1, 0, 0], [0, 0, 1]]],
+                       jnp.float32)
+
+
+def _crop_matrix(top, left, in_hw, out_hw):
+    (h, w), (oh, ow) = in_hw, out_hw  # the window is moved inside, as crop's dynamic_slice does
+    return scale_translate(1.0, 1.0, -jnp.clip(jnp.asarray(left, jnp.float32), 0, w - ow),
+                           -jnp.clip(jnp.asarray(top, jnp.float32), 0, h - oh))
+
+
+def _resized_crop_matrix(top, left, height, width, out_hw):
+    sy, sx = out_hw[0] / jnp.asarray(height, jnp.float32), out_hw[1] / jnp.asarray(width, jnp.float32)
+    return scale_translate(sx, sy, -jnp.asarray(left, jnp.float32) * sx, -jnp.asarray(top, jnp.float32) * sy)
+
+
+def _rotate_matrix(angle, h, w):
+    """Forward matrix of :func:`rotate` (scipy.ndimage.rotate about the centre pixel)."""
+    cos, sin = _cos_sin_degrees(angle)
+    cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
+    one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
+    rot = jnp.stack([jnp.stack([cos, sin, zero]), jnp.stack([-sin, cos, zero]), jnp.stack([zero, zero, one])])
+    return scale_translate(1, 1, cx, cy) @ rot @ scale_translate(1, 1, -cx, -cy)  # a shift is the same in both coordinates
+
+
+_RULES = {
+    "flip_left_right": matrix_rule(lambda q, i, o, /, **_: _flip_lr_matrix(*i)),
+    "flip_up_down": matrix_rule(lambda q, i, o, /, **_: _flip_ud_matrix(*i)),
+    "rot90": matrix_rule(lambda q, i, o, /, k=1, **_: _rot90_matrices(*i)[int(k) % 4]),
+    "crop": matrix_rule(lambda q, i, o, /, top, left, **_: _crop_matrix(top, left, i, o)),
+    "resized_crop": matrix_rule(lambda q, i, o, /, top, left, height, width, **_: _resized_crop_matrix(top, left, height,
+                                                                                                   width, o)),
+    "rotate": matrix_rule(lambda q, i, o, /, angle, **_: _rotate_matrix(angle, *i)),
+    "translate": matrix_rule(lambda q, i, o, /, dy, dx, **_: scale_translate(1, 1, dx, dy)),
+    "random_flip_left_right": matrix_rule(
+        lambda q, i, o, /, **_: jnp.where(q["flip"], _flip_lr_matrix(*i), jnp.eye(3, dtype=jnp.float32))),
+    "random_flip_up_down": matrix_rule(
+        lambda q, i, o, /, **_: jnp.where(q["flip"], _flip_ud_matrix(*i), jnp.eye(3, dtype=jnp.float32))),
+    "random_rot90": matrix_rule(lambda q, i, o, /, **_: _rot90_matrices(*i)[q["k"]]),
+    "random_crop": matrix_rule(lambda q, i, o, /, **_: _crop_matrix(q["top"], q["left"], i, o)),
+    "random_resized_crop": matrix_rule(
+        lambda q, i, o, /, **_: _resized_crop_matrix(q["top"], q["left"], q["height"], q["width"], o)),
+    "random_rotate": matrix_rule(lambda q, i, o, /, **_: _rotate_matrix(q["angle"], *i)),
+    "random_translate": matrix_rule(lambda q, i, o, /, **_: scale_translate(1, 1, q["dx"], q["dy"])),
+}
+
 OPS = (
-    OpInfo("flip_left_right", flip_left_right),
-    OpInfo("flip_up_down", flip_up_down),
-    OpInfo("rot90", rot90),
-    OpInfo("crop", crop),
-    OpInfo("resized_crop", resized_crop),
-    OpInfo("rotate", rotate),
-    OpInfo("translate", translate),
-    OpInfo("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right),
-    OpInfo("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down),
-    OpInfo("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90),
-    OpInfo("random_crop", random_crop, sample=_crop_params, apply=_apply_crop),
-    OpInfo("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop),
-    OpInfo("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate),
-    OpInfo("random_translate", random_translate, sample=_translate_params, apply=_apply_translate),
+    OpInfo("flip_left_right", flip_left_right, targets=_RULES["flip_left_right"]),
+    OpInfo("flip_up_down", flip_up_down, targets=_RULES["flip_up_down"]),
+    OpInfo("rot90", rot90, targets=_RULES["rot90"]),
+    OpInfo("crop", crop, targets=_RULES["crop"]),
+    OpInfo("resized_crop", resized_crop, targets=_RULES["resized_crop"]),
+    OpInfo("rotate", rotate, targets=_RULES["rotate"]),
+    OpInfo("translate", translate, targets=_RULES["translate"]),
+    OpInfo("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right,
+           targets=_RULES["random_flip_left_right"]),
+    OpInfo("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down,
+           targets=_RULES["random_flip_up_down"]),
+    OpInfo("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90,
+           targets=_RULES["random_rot90"]),
+    OpInfo("random_crop", random_crop, sample=_crop_params, apply=_apply_crop,
+           targets=_RULES["random_crop"]),
+    OpInfo("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop,
+           targets=_RULES["random_resized_crop"]),
+    OpInfo("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate,
+           targets=_RULES["random_rotate"]),
+    OpInfo("random_translate", random_translate, sample=_translate_params, apply=_apply_translate,
+           targets=_RULES["random_translate"]),
 )
 register_ops(OPS)

@@ -21,7 +21,7 @@ import numpy as np
 from imgproc._arrays import resolve_max
 from imgproc._types import callers_type
 from imgproc._random import run_random_op
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._validate import check_number
 from imgproc.augment._common import back, to_float
 
@@ -150,4 +150,4 @@ OPS = (
     OpInfo("speckle_noise", speckle_noise, sample=_speckle_params, apply=_apply_speckle),
     OpInfo("salt_and_pepper", salt_and_pepper, sample=_salt_and_pepper_params, apply=_apply_salt_and_pepper),
 )
-register_ops(OPS)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
