@@ -105,6 +105,9 @@ class OpInfo:
             applies ``apply`` under ``vmap``.
         parse: converts spec options to call options (nested stages to :class:`Stage`).
         radius: local ops: the reach in pixels for given options (size buckets need it).
+        out_dtype: ops whose result has a fixed dtype whatever the input (``"float32"``
+            for ``normalize`` and ``to_float``); a pipeline with such a stage returns it
+            (None: the op keeps the input dtype, the rule).
     """
 
     name: str
@@ -114,6 +117,7 @@ class OpInfo:
     run_batch: Callable | None = None
     parse: Callable[[dict], dict] | None = None
     radius: Callable[[dict], int] | None = None
+    out_dtype: str | None = None
 
     @property
     def random(self) -> bool:

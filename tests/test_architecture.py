@@ -142,6 +142,10 @@ EXAMPLE_OPTIONS = {
     "random_crop": {"size": [6, 6]},
     "bilateral": {"sigma_color": 20.0, "sigma_spatial": 1.5},
     "bm3d": {"sigma": 20.0},
+    "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]},
+    "posterize": {"bits": 3},
+    "solarize": {"threshold": 100},
+    "adjust_sharpness": {"factor": 0.5},
 }
 
 

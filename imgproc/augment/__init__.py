@@ -29,7 +29,9 @@ called with (a uint8 batch is treated as 0..255, a float batch as 0..1). Ops do 
 once, at the end.
 
 Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colour``
-(HSV, brightness, contrast, gamma, grayscale), ``_noise``, ``_erasing`` and ``_choice``
+(HSV, brightness, contrast, gamma, grayscale), ``_intensity`` (normalize, to_float,
+invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
+definitions), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -91,17 +93,36 @@ from imgproc.augment._geometry import (
     sample,
     translate,
 )
+from imgproc.augment._intensity import (
+    adjust_sharpness,
+    autocontrast,
+    equalize,
+    invert,
+    normalize,
+    posterize,
+    random_adjust_sharpness,
+    random_autocontrast,
+    random_equalize,
+    random_invert,
+    random_posterize,
+    random_solarize,
+    solarize,
+    to_float,
+)
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
+    "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
     "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
+    "random_adjust_sharpness",
 )
 
 __all__ = [
@@ -114,18 +135,27 @@ __all__ = [
     "adjust_gamma",
     "adjust_hue",
     "adjust_saturation",
+    "adjust_sharpness",
+    "autocontrast",
     "crop",
     "default_strategy",
+    "equalize",
     "erase",
     "flip_left_right",
     "flip_up_down",
     "gaussian_noise",
     "hsv_to_rgb",
+    "invert",
+    "normalize",
+    "posterize",
+    "random_adjust_sharpness",
     "random_apply",
+    "random_autocontrast",
     "random_brightness",
     "random_choice",
     "random_contrast",
     "random_crop",
+    "random_equalize",
     "random_erasing",
     "random_flip_left_right",
     "random_flip_up_down",
@@ -133,11 +163,14 @@ __all__ = [
     "random_gaussian_blur",
     "random_grayscale",
     "random_hue",
+    "random_invert",
+    "random_posterize",
     "random_resized_crop",
     "random_rot90",
     "random_rotate",
     "random_saturation",
     "random_sharpen",
+    "random_solarize",
     "random_translate",
     "resized_crop",
     "rgb_to_grayscale",
@@ -146,6 +179,8 @@ __all__ = [
     "rotate",
     "salt_and_pepper",
     "sample",
+    "solarize",
     "speckle_noise",
+    "to_float",
     "translate",
 ]
