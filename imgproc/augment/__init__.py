@@ -31,7 +31,8 @@ once, at the end.
 Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colour``
 (HSV, brightness, contrast, gamma, grayscale), ``_intensity`` (normalize, to_float,
 invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
-definitions), ``_noise``, ``_erasing`` and ``_choice``
+definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
+``lax.switch``), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -110,6 +111,7 @@ from imgproc.augment._intensity import (
     to_float,
 )
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
+from imgproc.augment._policies import POLICIES, aug_mix, auto_augment, rand_augment, trivial_augment
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
@@ -122,11 +124,12 @@ RANDOM_OPS = (
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
     "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
-    "random_adjust_sharpness",
+    "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
 )
 
 __all__ = [
     "DETERMINISTIC_OPS",
+    "POLICIES",
     "RANDOM_OPS",
     "SAMPLE_MODES",
     "STRATEGIES",
@@ -136,6 +139,8 @@ __all__ = [
     "adjust_hue",
     "adjust_saturation",
     "adjust_sharpness",
+    "aug_mix",
+    "auto_augment",
     "autocontrast",
     "crop",
     "default_strategy",
@@ -148,6 +153,7 @@ __all__ = [
     "invert",
     "normalize",
     "posterize",
+    "rand_augment",
     "random_adjust_sharpness",
     "random_apply",
     "random_autocontrast",
@@ -183,4 +189,5 @@ __all__ = [
     "speckle_noise",
     "to_float",
     "translate",
+    "trivial_augment",
 ]
