@@ -32,7 +32,8 @@ Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colo
 (HSV, brightness, contrast, gamma, grayscale), ``_intensity`` (normalize, to_float,
 invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
 definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
-``lax.switch``), ``_noise``, ``_erasing`` and ``_choice``
+``lax.switch``), ``_mix`` (MixUp/CutMix: batch ops on images and labels, after a
+pipeline), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -110,6 +111,7 @@ from imgproc.augment._intensity import (
     solarize,
     to_float,
 )
+from imgproc.augment._mix import MIX_OPS, cutmix, mix_batch, mixup
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
 from imgproc.augment._policies import POLICIES, aug_mix, auto_augment, rand_augment, trivial_augment
 
@@ -129,6 +131,7 @@ RANDOM_OPS = (
 
 __all__ = [
     "DETERMINISTIC_OPS",
+    "MIX_OPS",
     "POLICIES",
     "RANDOM_OPS",
     "SAMPLE_MODES",
@@ -143,6 +146,7 @@ __all__ = [
     "auto_augment",
     "autocontrast",
     "crop",
+    "cutmix",
     "default_strategy",
     "equalize",
     "erase",
@@ -151,6 +155,8 @@ __all__ = [
     "gaussian_noise",
     "hsv_to_rgb",
     "invert",
+    "mix_batch",
+    "mixup",
     "normalize",
     "posterize",
     "rand_augment",
