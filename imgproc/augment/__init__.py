@@ -33,7 +33,7 @@ Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colo
 invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
 definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
 ``lax.switch``), ``_mix`` (MixUp/CutMix: batch ops on images and labels, after a
-pipeline), ``_noise``, ``_erasing`` and ``_choice``
+pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -111,6 +111,7 @@ from imgproc.augment._intensity import (
     solarize,
     to_float,
 )
+from imgproc.augment._jpeg import jpeg_compression, random_jpeg_compression
 from imgproc.augment._mix import MIX_OPS, cutmix, mix_batch, mixup
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
 from imgproc.augment._policies import POLICIES, aug_mix, auto_augment, rand_augment, trivial_augment
@@ -119,6 +120,7 @@ DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
     "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
+    "jpeg_compression",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
@@ -127,6 +129,7 @@ RANDOM_OPS = (
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
     "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
     "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
+    "random_jpeg_compression",
 )
 
 __all__ = [
@@ -155,6 +158,7 @@ __all__ = [
     "gaussian_noise",
     "hsv_to_rgb",
     "invert",
+    "jpeg_compression",
     "mix_batch",
     "mixup",
     "normalize",
@@ -176,6 +180,7 @@ __all__ = [
     "random_grayscale",
     "random_hue",
     "random_invert",
+    "random_jpeg_compression",
     "random_posterize",
     "random_resized_crop",
     "random_rot90",
