@@ -93,6 +93,10 @@ NOT_STAGES = {
     "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
     "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
+    "mixup": "a batch op on images and labels", "cutmix": "a batch op on images and labels",
+    "mix_batch": "a batch op on images and labels", "rgb_to_ycbcr": "a colour-space conversion (YCbCr out)",
+    "ycbcr_to_rgb": "a colour-space conversion (YCbCr in)", "rgb_to_lab": "a colour-space conversion (Lab out)",
+    "lab_to_rgb": "a colour-space conversion (Lab in)",
 }
 PUBLIC_FUNCTIONS = sorted(
     n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))
@@ -146,6 +150,8 @@ EXAMPLE_OPTIONS = {
     "posterize": {"bits": 3},
     "solarize": {"threshold": 100},
     "adjust_sharpness": {"factor": 0.5},
+    "jpeg_compression": {"quality": 40},
+    "motion_blur": {"length": 5, "angle": 30.0},
 }
 
 

@@ -33,7 +33,7 @@ Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colo
 invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
 definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
 ``lax.switch``), ``_mix`` (MixUp/CutMix: batch ops on images and labels, after a
-pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_noise``, ``_erasing`` and ``_choice``
+pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_blur`` (median and motion blur), ``_colourspace`` (YCbCr and Lab, skimage's), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -59,6 +59,7 @@ Example:
 from __future__ import annotations
 
 from imgproc._filters import random_gaussian_blur, random_sharpen
+from imgproc.augment._blur import median_blur, motion_blur, random_median_blur, random_motion_blur
 from imgproc.augment._choice import STRATEGIES, default_strategy, random_apply, random_choice
 from imgproc.augment._colour import (
     adjust_brightness,
@@ -76,6 +77,7 @@ from imgproc.augment._colour import (
     rgb_to_grayscale,
     rgb_to_hsv,
 )
+from imgproc.augment._colourspace import lab_to_rgb, rgb_to_lab, rgb_to_ycbcr, ycbcr_to_rgb
 from imgproc.augment._erasing import erase, random_erasing
 from imgproc.augment._geometry import (
     SAMPLE_MODES,
@@ -120,7 +122,7 @@ DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
     "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
-    "jpeg_compression",
+    "jpeg_compression", "median_blur", "motion_blur",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
@@ -129,7 +131,7 @@ RANDOM_OPS = (
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
     "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
     "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
-    "random_jpeg_compression",
+    "random_jpeg_compression", "random_median_blur", "random_motion_blur",
 )
 
 __all__ = [
@@ -159,8 +161,11 @@ __all__ = [
     "hsv_to_rgb",
     "invert",
     "jpeg_compression",
+    "lab_to_rgb",
+    "median_blur",
     "mix_batch",
     "mixup",
+    "motion_blur",
     "normalize",
     "posterize",
     "rand_augment",
@@ -181,6 +186,8 @@ __all__ = [
     "random_hue",
     "random_invert",
     "random_jpeg_compression",
+    "random_median_blur",
+    "random_motion_blur",
     "random_posterize",
     "random_resized_crop",
     "random_rot90",
@@ -192,6 +199,8 @@ __all__ = [
     "resized_crop",
     "rgb_to_grayscale",
     "rgb_to_hsv",
+    "rgb_to_lab",
+    "rgb_to_ycbcr",
     "rot90",
     "rotate",
     "salt_and_pepper",
@@ -201,4 +210,5 @@ __all__ = [
     "to_float",
     "translate",
     "trivial_augment",
+    "ycbcr_to_rgb",
 ]
