@@ -103,3 +103,42 @@ def test_colour_space_ranges_and_round_trips():
     np.testing.assert_allclose(imgproc.ycbcr_to_rgb(imgproc.rgb_to_ycbcr(f)), f, atol=1e-5)
     with pytest.raises(ValueError, match="rgb_to_lab needs an RGB image"):
         imgproc.rgb_to_lab(X[..., :2])
+
+
+# --------------------------------------------------------------------------- CLAHE
+
+CAT = np.asarray(__import__("PIL.Image", fromlist=["Image"]).open(
+    __import__("pathlib").Path(__file__).resolve().parents[1] / "sample_images" / "chelsea.jpg").convert("RGB"))
+
+
+@pytest.mark.parametrize("clip, tiles", [(40.0, (8, 8)), (2.0, (8, 8)), (4.0, (4, 6)), (0.0, (3, 3)), (1.0, (3, 1))])
+def test_clahe_is_opencvs(clip, tiles):
+    g = CAT[:123, :157, 1]  # sides not multiples of most tile counts: OpenCV's extension
+    ref = cv2.createCLAHE(clipLimit=clip, tileGridSize=(tiles[1], tiles[0])).apply(g)
+    np.testing.assert_array_equal(imgproc.clahe(g, clip_limit=clip, tiles=tiles), ref)
+    rgb = CAT[:64, :80]
+    ours = np.asarray(imgproc.clahe(rgb, clip_limit=clip, tiles=tiles))
+    for c in range(3):
+        np.testing.assert_array_equal(ours[..., c], cv2.createCLAHE(clip, (tiles[1], tiles[0])).apply(
+            np.ascontiguousarray(rgb[..., c])))
+
+
+def test_clahe_batch_float_and_random():
+    x = np.stack([CAT[:48, :64], CAT[60:108, 100:164]])
+    y = np.asarray(imgproc.clahe(x, clip_limit=3.0, tiles=(4, 4)))
+    np.testing.assert_array_equal(y[1], imgproc.clahe(x[1], clip_limit=3.0, tiles=(4, 4)))
+    f = np.asarray(imgproc.clahe(x.astype(np.float32) / 255, clip_limit=3.0, tiles=(4, 4)))
+    np.testing.assert_allclose(f * 255, y, atol=1e-3)
+    out, params = imgproc.Pipeline([{"op": "random_clahe", "clip_range": [1.0, 4.0], "tiles": [4, 4]}])(
+        x, key=1, return_params=True)
+    c = np.asarray(params[0]["clip_limit"])
+    assert np.all((c >= 1) & (c < 4))
+    direct = np.asarray(imgproc.clahe(x[0], clip_limit=float(c[0]), tiles=(4, 4))).astype(int)
+    # compiled in a loop, XLA may fuse the bilinear blend differently: a value on a .5 tie can round the other way
+    assert np.abs(out[0].astype(int) - direct).max() <= 1 and np.mean(out[0] == direct) > 0.99
+    with pytest.raises(ValueError, match="tiles"):
+        imgproc.clahe(x, tiles=(0, 4))
+    with pytest.raises(ValueError, match="must not exceed the image size"):
+        imgproc.clahe(x, tiles=(64, 4))
+    with pytest.raises(ValueError, match="clip_limit must be a finite number"):
+        imgproc.clahe(x, clip_limit=float("nan"))

@@ -33,7 +33,8 @@ Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_colo
 invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
 definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
 ``lax.switch``), ``_mix`` (MixUp/CutMix: batch ops on images and labels, after a
-pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_blur`` (median and motion blur), ``_colourspace`` (YCbCr and Lab, skimage's), ``_noise``, ``_erasing`` and ``_choice``
+pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_blur`` (median and motion blur), ``_colourspace`` (YCbCr and Lab, skimage's), ``_clahe``
+(OpenCV's CLAHE), ``_noise``, ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 from imgproc._filters import random_gaussian_blur, random_sharpen
 from imgproc.augment._blur import median_blur, motion_blur, random_median_blur, random_motion_blur
+from imgproc.augment._clahe import clahe, random_clahe
 from imgproc.augment._choice import STRATEGIES, default_strategy, random_apply, random_choice
 from imgproc.augment._colour import (
     adjust_brightness,
@@ -122,7 +124,7 @@ DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
     "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
-    "jpeg_compression", "median_blur", "motion_blur",
+    "jpeg_compression", "median_blur", "motion_blur", "clahe",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
@@ -131,7 +133,7 @@ RANDOM_OPS = (
     "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
     "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
     "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
-    "random_jpeg_compression", "random_median_blur", "random_motion_blur",
+    "random_jpeg_compression", "random_median_blur", "random_motion_blur", "random_clahe",
 )
 
 __all__ = [
@@ -150,6 +152,7 @@ __all__ = [
     "aug_mix",
     "auto_augment",
     "autocontrast",
+    "clahe",
     "crop",
     "cutmix",
     "default_strategy",
@@ -174,6 +177,7 @@ __all__ = [
     "random_autocontrast",
     "random_brightness",
     "random_choice",
+    "random_clahe",
     "random_contrast",
     "random_crop",
     "random_equalize",
