@@ -70,7 +70,7 @@ def motion_blur(image, length, angle, *, mode="mirror", layout=None):
         >>> import numpy as np, imgproc
         >>> x = np.zeros((7, 7), np.float32); x[3, 3] = 1.0
         >>> y = imgproc.motion_blur(x, 3, 0.0)
-        >>> np.round(y[3, 2:5], 4).tolist(), float(y[2].max())
+        >>> [round(float(v), 4) for v in y[3, 2:5]], float(y[2].max())
         ([0.3333, 0.3333, 0.3333], 0.0)
     """
     check_odd("length", length, low=1)

@@ -101,10 +101,10 @@ def clahe(image, *, clip_limit=40.0, tiles=(8, 8), max_value=None, layout=None):
 
     Example:
         >>> import numpy as np, imgproc
-        >>> x = np.tile(np.arange(60, 124, dtype=np.uint8), (64, 1))
+        >>> x = np.tile(np.arange(60, 124, dtype=np.uint8), (64, 1))  # a ramp over 64 levels
         >>> y = imgproc.clahe(x, clip_limit=2.0)
-        >>> y.dtype, int(y.min()) < 60, int(y.max()) > 123
-        (dtype('uint8'), True, True)
+        >>> y.dtype, int(y.max()) - int(y.min()) > 63  # stretched
+        (dtype('uint8'), True)
     """
     check_number("clip_limit", clip_limit)
     tiles = check_size_pair("tiles", tiles)
