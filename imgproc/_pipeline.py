@@ -9,7 +9,8 @@ public function's name::
 Semantics (documented in the README):
 
 * The whole chain runs in float32; the result is cast to the input dtype once, at the end
-  (integers rounded and saturated), never between stages. The pipeline passes each stage
+  (integers rounded and saturated), never between stages. A pipeline with a stage of
+  fixed output dtype (``normalize``, ``to_float``: float32) returns that dtype instead. The pipeline passes each stage
   the value range of the input dtype (``max_value``) and its lowering hints explicitly.
 * Deterministic stages run on the whole batch at once. A random stage draws its
   parameters for image ``i`` from ``stage_key(key, indices[i], s)`` =
@@ -68,7 +69,9 @@ class Pipeline:
     it has random stages; ``return_params=True`` also returns what each stage drew (a
     tuple with one entry per stage: None for deterministic stages, a pytree of arrays
     with a leading batch axis for random ones), which :meth:`apply` replays. Output
-    shape and dtype equal the input's; its type is the caller's (:mod:`imgproc._types`):
+    shape and dtype equal the input's (except that a pipeline with a ``normalize`` or
+    ``to_float`` stage returns float32, see :meth:`output_dtype`; the stages after it are
+    told ``max_value=1.0``); its type is the caller's (:mod:`imgproc._types`):
     NumPy (or a list) in gives a writable NumPy array, a ``jax.Array`` gives a
     ``jax.Array``, the same for buckets, chunks and the per-core split. On CPU a concrete batch whose random stages loop
     per image is run as one slice per core, in threads (:mod:`imgproc._execution`); the
@@ -271,8 +274,15 @@ class Pipeline:
         y, drawn = self._run_stages(images, key, indices, params, true_hw, layout=layout)
         return (y, drawn) if return_params else y
 
+    def output_dtype(self, dtype):
+        """The dtype a call on ``dtype`` input returns: the input's, or float32 when a stage
+        has a fixed output dtype (``normalize``, ``to_float``)."""
+        fixed = [s.info.out_dtype for s in self.stages if s.info.out_dtype is not None]
+        return jnp.dtype(fixed[-1]) if fixed else jnp.dtype(dtype)
+
     def _run_stages(self, images, key, indices, params, true_hw, *, layout):
         max_value = dtype_max(images.dtype)  # what "white" is for ops with max_value=None
+        out_dtype = self.output_dtype(images.dtype)
         x = images.astype(jnp.float32)
         one = image_layout(layout)
         drawn = [None] * len(self.stages)
@@ -285,6 +295,8 @@ class Pipeline:
                 # for XLA there; the last stage's output goes to the caller)
                 hints = LoweringHints(feeds_next=s + 1 < len(self.stages))
                 x = stage(x, layout=layout, max_value=max_value, hints=hints)
+                if stage.info.out_dtype is not None:
+                    max_value = 1.0  # normalize / to_float: float output, later stages see [0, 1]
                 continue
             if layout not in BATCH_LAYOUTS:
                 p = stage.sample(stage_key(key, indices[0], s), x.shape, layout=layout, max_value=max_value) \
@@ -296,6 +308,6 @@ class Pipeline:
                 continue
             x, next_random, run_params = run_random(
                 self.stages, s, images if s == 0 else x, key=key, indices=indices, params=params, layout=one,
-                max_value=max_value, out_dtype=images.dtype)
+                max_value=max_value, out_dtype=out_dtype)
             drawn[s:next_random] = run_params
-        return to_output(x, images.dtype), tuple(drawn)
+        return to_output(x, out_dtype), tuple(drawn)

@@ -130,6 +130,9 @@ class OpInfo:
             image: :data:`KEEPS_TARGETS` (pixel values only), a :class:`TargetRule`
             (geometric), a function of the stage's options returning one of those or None
             (ops holding other stages), or None: unknown, and refused when targets are given.
+        out_dtype: ops whose result has a fixed dtype whatever the input (``"float32"``
+            for ``normalize`` and ``to_float``); a pipeline with such a stage returns it
+            (None: the op keeps the input dtype, the rule).
     """
 
     name: str
@@ -140,6 +143,7 @@ class OpInfo:
     parse: Callable[[dict], dict] | None = None
     radius: Callable[[dict], int] | None = None
     targets: object = None
+    out_dtype: str | None = None
 
     @property
     def random(self) -> bool:

@@ -94,6 +94,10 @@ NOT_STAGES = {
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
     "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
     "shard_batch": "device placement", "global_batch": "device placement",
+    "mixup": "a batch op on images and labels", "cutmix": "a batch op on images and labels",
+    "mix_batch": "a batch op on images and labels", "rgb_to_ycbcr": "a colour-space conversion (YCbCr out)",
+    "ycbcr_to_rgb": "a colour-space conversion (YCbCr in)", "rgb_to_lab": "a colour-space conversion (Lab out)",
+    "lab_to_rgb": "a colour-space conversion (Lab in)",
 }
 PUBLIC_FUNCTIONS = sorted(
     n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))
@@ -151,6 +155,12 @@ EXAMPLE_OPTIONS = {
     "random_resize": {"size": [9, 9], "scale": [0.5, 1.5]},
     "perspective": {"startpoints": [[0, 0], [9, 0], [9, 9], [0, 9]], "endpoints": [[1, 0], [9, 2], [8, 9], [0, 7]]},
     "affine": {"angle": 12.0, "translate": [1, 2], "scale": 0.9, "shear": [5.0, 0.0]},
+    "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]},
+    "posterize": {"bits": 3},
+    "solarize": {"threshold": 100},
+    "adjust_sharpness": {"factor": 0.5},
+    "jpeg_compression": {"quality": 40},
+    "motion_blur": {"length": 5, "angle": 30.0},
 }
 
 

@@ -31,7 +31,13 @@ once, at the end.
 Modules by concern: ``_geometry`` (flips, crops, rotation, translation), ``_size``
 (resize, pad, centre crop, letterbox, scale jitter), ``_warp`` (affine, perspective),
 ``_targets`` (boxes, masks and keypoints that follow the image), ``_colour``
-(HSV, brightness, contrast, gamma, grayscale), ``_noise``, ``_erasing`` and ``_choice``
+(HSV, brightness, contrast, gamma, grayscale), ``_intensity`` (normalize, to_float,
+invert, posterize, solarize, equalize, autocontrast, sharpness: torchvision's
+definitions), ``_policies`` (RandAugment, TrivialAugmentWide, AutoAugment, AugMix on
+``lax.switch``), ``_mix`` (MixUp/CutMix: batch ops on images and labels, after a
+pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_blur`` (median and motion blur),
+``_colourspace`` (YCbCr and Lab, skimage's), ``_clahe`` (OpenCV's CLAHE), ``_noise``,
+``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
 ``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
@@ -57,6 +63,8 @@ Example:
 from __future__ import annotations
 
 from imgproc._filters import random_gaussian_blur, random_sharpen
+from imgproc.augment._blur import median_blur, motion_blur, random_median_blur, random_motion_blur
+from imgproc.augment._clahe import clahe, random_clahe
 from imgproc.augment._choice import STRATEGIES, default_strategy, random_apply, random_choice
 from imgproc.augment._colour import (
     adjust_brightness,
@@ -74,6 +82,7 @@ from imgproc.augment._colour import (
     rgb_to_grayscale,
     rgb_to_hsv,
 )
+from imgproc.augment._colourspace import lab_to_rgb, rgb_to_lab, rgb_to_ycbcr, ycbcr_to_rgb
 from imgproc.augment._erasing import erase, random_erasing
 from imgproc.augment._geometry import (
     SAMPLE_MODES,
@@ -93,6 +102,24 @@ from imgproc.augment._geometry import (
     sample,
     translate,
 )
+from imgproc.augment._intensity import (
+    adjust_sharpness,
+    autocontrast,
+    equalize,
+    invert,
+    normalize,
+    posterize,
+    random_adjust_sharpness,
+    random_autocontrast,
+    random_equalize,
+    random_invert,
+    random_posterize,
+    random_solarize,
+    solarize,
+    to_float,
+)
+from imgproc.augment._jpeg import jpeg_compression, random_jpeg_compression
+from imgproc.augment._mix import MIX_OPS, cutmix, mix_batch, mixup
 from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
 from imgproc.augment._warp import INTERPOLATIONS, affine, perspective, random_affine, random_perspective
 from imgproc.augment._size import (
@@ -104,24 +131,31 @@ from imgproc.augment._size import (
     resize,
     resize_shorter,
 )
+from imgproc.augment._policies import POLICIES, aug_mix, auto_augment, rand_augment, trivial_augment
 
 DETERMINISTIC_OPS = (
     "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
     "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
     "resize", "resize_shorter", "pad", "center_crop", "letterbox", "affine", "perspective",
+    "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
+    "jpeg_compression", "median_blur", "motion_blur", "clahe",
 )
 RANDOM_OPS = (
     "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
     "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
     "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
-    "random_gaussian_blur",
-    "random_perspective", "random_sharpen", "random_erasing", "random_choice", "random_apply",
+    "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
     "random_resize", "random_affine", "random_perspective",
+    "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
+    "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
+    "random_jpeg_compression", "random_median_blur", "random_motion_blur", "random_clahe",
 )
 
 __all__ = [
     "DETERMINISTIC_OPS",
     "INTERPOLATIONS",
+    "MIX_OPS",
+    "POLICIES",
     "RANDOM_OPS",
     "RESIZE_METHODS",
     "SAMPLE_MODES",
@@ -133,8 +167,15 @@ __all__ = [
     "adjust_saturation",
     "affine",
     "center_crop",
+    "adjust_sharpness",
+    "aug_mix",
+    "auto_augment",
+    "autocontrast",
+    "clahe",
     "crop",
+    "cutmix",
     "default_strategy",
+    "equalize",
     "erase",
     "flip_left_right",
     "flip_up_down",
@@ -144,11 +185,25 @@ __all__ = [
     "pad",
     "perspective",
     "random_affine",
+    "invert",
+    "jpeg_compression",
+    "lab_to_rgb",
+    "median_blur",
+    "mix_batch",
+    "mixup",
+    "motion_blur",
+    "normalize",
+    "posterize",
+    "rand_augment",
+    "random_adjust_sharpness",
     "random_apply",
+    "random_autocontrast",
     "random_brightness",
     "random_choice",
+    "random_clahe",
     "random_contrast",
     "random_crop",
+    "random_equalize",
     "random_erasing",
     "random_flip_left_right",
     "random_flip_up_down",
@@ -158,21 +213,33 @@ __all__ = [
     "random_grayscale",
     "random_hue",
     "random_resize",
+    "random_invert",
+    "random_jpeg_compression",
+    "random_median_blur",
+    "random_motion_blur",
+    "random_posterize",
     "random_resized_crop",
     "random_rot90",
     "random_rotate",
     "random_saturation",
     "random_sharpen",
+    "random_solarize",
     "random_translate",
     "resize",
     "resize_shorter",
     "resized_crop",
     "rgb_to_grayscale",
     "rgb_to_hsv",
+    "rgb_to_lab",
+    "rgb_to_ycbcr",
     "rot90",
     "rotate",
     "salt_and_pepper",
     "sample",
+    "solarize",
     "speckle_noise",
+    "to_float",
     "translate",
+    "trivial_augment",
+    "ycbcr_to_rgb",
 ]
