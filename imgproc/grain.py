@@ -76,7 +76,9 @@ class RandomAugment(_Base):
         index_field: the field of a dict record holding its global index (an int).
 
     The record's image (uint8, uint16 or float; HW, HWC or CHW) is returned augmented as a
-    NumPy array of the same dtype; other fields of a dict record are kept.
+    NumPy array of the same dtype (float32 when the pipeline has a ``normalize`` or
+    ``to_float`` stage, :meth:`imgproc.Pipeline.output_dtype`); other fields of a dict
+    record are kept.
     """
 
     def __init__(self, pipeline, *, field=None, layout=None, key=None, index_field=None):

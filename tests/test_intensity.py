@@ -156,7 +156,8 @@ def test_uint16_uses_the_16_bit_range():
     x = (IMAGES["full"].astype(np.uint16) * 257)
     assert np.array_equal(np.asarray(imgproc.invert(x)), 65535 - x)
     assert np.array_equal(np.asarray(imgproc.posterize(x, 4)), x & 0xF000)
-    assert np.array_equal(np.asarray(imgproc.equalize(x)), np.asarray(imgproc.equalize(IMAGES["full"])).astype(np.uint16) * 257)
+    eq8 = np.asarray(imgproc.equalize(IMAGES["full"])).astype(np.uint16)
+    assert np.array_equal(np.asarray(imgproc.equalize(x)), eq8 * 257)
 
 
 # --------------------------------------------------------------------------- normalize
@@ -263,3 +264,11 @@ def test_registered_and_listed():
                  "adjust_sharpness") + tuple(r[0] for r in RANDOM):
         assert name in imgproc.registered_ops()
         assert name in imgproc.__all__
+
+
+def test_sharpness_of_images_without_an_inside_is_the_identity():
+    """torchvision's edge case: an image of height or width <= 2 has no interior pixel."""
+    for shape in ((2, 9, 3), (9, 2, 3), (1, 1)):
+        x = np.random.default_rng(1).integers(0, 256, shape).astype(np.uint8)
+        assert np.array_equal(imgproc.adjust_sharpness(x, 0.0), x)
+        assert np.array_equal(np.asarray(ImageEnhance.Sharpness(Image.fromarray(x)).enhance(0.0)), x)

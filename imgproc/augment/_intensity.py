@@ -71,7 +71,8 @@ def _check_per_channel(name, values, *, nonzero=False):
         return
     arr = np.asarray(values, dtype=np.float64) if not isinstance(values, jax.Array) else np.asarray(values)
     if arr.ndim > 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be a finite number or a list of finite numbers (one per channel); got {values!r}")
+        raise ValueError(f"{name} must be a finite number or a list of finite numbers (one per channel); "
+                         f"got {values!r}")
     if nonzero and np.any(arr == 0):
         raise ValueError(f"{name} must not contain 0 (normalize divides by it); got {values!r}")
 
@@ -315,7 +316,9 @@ def _p_params(key, shape, *, layout, p=0.5):
 
 def _maybe(op):
     def apply(image, params, *, layout, max_value=None, **options):
-        return maybe(params["apply"], lambda x: op(x, max_value=max_value, layout=layout, **options), jnp.asarray(image))
+        def run(x):
+            return op(x, max_value=max_value, layout=layout, **options)
+        return maybe(params["apply"], run, jnp.asarray(image))
     return apply
 
 

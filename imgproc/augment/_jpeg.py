@@ -177,7 +177,8 @@ def jpeg_compression(image, quality, *, max_value=None, layout=None):
     image, layout = check_image(image, layout)
     c = channels(image, layout)
     if c not in (1, 3):
-        raise ValueError(f"jpeg_compression needs 1 or 3 channels; got shape {tuple(image.shape)} with layout {layout!r}")
+        raise ValueError(f"jpeg_compression needs 1 or 3 channels; got shape {tuple(image.shape)} "
+                         f"with layout {layout!r}")
     m = resolve_max(max_value, image.dtype)
     x = to_nhwc(jnp.asarray(image).astype(jnp.float32), layout) * (255.0 / jnp.asarray(m, jnp.float32))
     y = _jpeg_nhwc(x, quality) * (jnp.asarray(m, jnp.float32) / 255.0)

@@ -44,7 +44,8 @@ def _check_batch(images, labels, layout, indices, num_classes):
         if num_classes is None:
             raise ValueError("integer class labels need num_classes (or pass one-hot labels of shape (B, num_classes))")
         if not is_traced(labels) and (int(labels.min()) < 0 or int(labels.max()) >= num_classes):
-            raise ValueError(f"class labels must be in [0, {num_classes - 1}]; got {int(labels.min())}..{int(labels.max())}")
+            raise ValueError(f"class labels must be in [0, {num_classes - 1}]; got "
+                             f"{int(labels.min())}..{int(labels.max())}")
         labels = jax.nn.one_hot(labels, num_classes, dtype=jnp.float32)
     if labels.ndim != 2 or labels.shape[0] != n:
         raise ValueError(f"labels must be one-hot (or soft) of shape (B, num_classes) = ({n}, K) for {n} images; got "
