@@ -233,7 +233,7 @@ def median(image, *, size=3, mode="reflect", layout=None):
 
     Matches ``scipy.ndimage.median_filter(plane, size, mode=mode)`` on each channel (exactly:
     the median is one of the values), hence ``cv2.medianBlur(img, size)`` for uint8 images
-    with ``mode="mirror"`` (and away from the border for any mode). Sizes up to 5 run a
+    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 5 run a
     selection network (Batcher's odd-even merge sort pruned to the median wire) over
     shifted copies, in the input dtype; larger odd sizes sort the stacked copies.
 
