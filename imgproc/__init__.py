@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 from imgproc import kernels
 from imgproc._convolution import convolve, correlate
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
-from imgproc._io import load_image, save_image
+from imgproc._io import decode_image, encode_image, load_image, save_image
 from imgproc._pipeline import Pipeline
 from imgproc._stages import LoweringHints, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
@@ -58,7 +58,9 @@ __all__ = [
     "box_blur",
     "convolve",
     "correlate",
+    "decode_image",
     "edges",
+    "encode_image",
     "emboss",
     "gaussian_blur",
     "kernels",
