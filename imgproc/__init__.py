@@ -22,7 +22,8 @@ from imgproc._stages import LoweringHints, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
 from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
-from imgproc.errors import ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, WriteError
+from imgproc.errors import (ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, UnavailableError,
+                            WriteError)
 from imgproc.metrics import psnr, ssim
 from imgproc import restoration  # registers the denoising ops as pipeline stages
 from imgproc.restoration import (
@@ -54,6 +55,7 @@ __all__ = [
     "LoweringHints",
     "OutputError",
     "Pipeline",
+    "UnavailableError",
     "WriteError",
     "box_blur",
     "convolve",

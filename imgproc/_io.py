@@ -80,7 +80,7 @@ def load_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
 
 
 def decode_image(data, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False, name: str = "<bytes>",
-                 return_info: bool = False):
+                 return_info: bool = False, warn=None):
     """Decode a whole image file held in memory (``bytes``, ``bytearray`` or ``memoryview``:
     an object-store read, an HTTP body) into a NumPy array, exactly as :func:`load_image`
     decodes the same file: it is the same decoder (:func:`load_image` is "read the file's
@@ -103,6 +103,8 @@ def decode_image(data, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated:
         name: what error messages and warnings call the data (a path or URL).
         return_info: also return an :class:`imgproc._loader.ImageInfo` (format, the EXIF
             block to write back with orientation 1, the ICC profile to keep, warnings).
+        warn: ``warn(name, message)`` for each non-fatal problem instead of an
+            :class:`~imgproc.errors.ImgprocWarning` (a worker collecting them for a report).
 
     Returns:
         the array, or ``(array, info)`` with ``return_info=True``.
@@ -127,7 +129,7 @@ def decode_image(data, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated:
         data = data.tobytes()
     elif not isinstance(data, bytes):
         raise TypeError(f"data must be bytes, bytearray, memoryview or a 1-D uint8 array; got {type(data).__name__}")
-    arr, info = decode_bytes(data, name, max_pixels=max_pixels, allow_truncated=allow_truncated)
+    arr, info = decode_bytes(data, name, max_pixels=max_pixels, allow_truncated=allow_truncated, warn=warn)
     return (arr, info) if return_info else arr
 
 

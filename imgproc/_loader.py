@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "ImageInfo",
     "decode_bytes",
+    "read_file_bytes",
     "read_image",
     "sniff_format",
 ]
@@ -180,6 +181,15 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         InputError: missing, a folder, or unreadable (exit code 66).
         InvalidImageError: not a valid image of an allowed format (exit code 65).
     """
+    data = read_file_bytes(path, max_pixels=max_pixels)
+    return decode_bytes(data, Path(path), max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats,
+                        warn=warn)
+
+
+def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
+    """The bytes of an image file, refused unread (InvalidImageError) when larger than an
+    image within ``max_pixels`` can need; :class:`InputError` (exit 66) for a missing,
+    unreadable file or a folder. What :func:`read_image` reads before it decodes."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -195,7 +205,7 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         if isinstance(e, InvalidImageError):
             raise
         raise InputError(path, f"cannot read ({e.strerror or e})") from None
-    return decode_bytes(data, path, max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats, warn=warn)
+    return data
 
 
 def _check_size(size: int, max_pixels, path):
