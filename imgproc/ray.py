@@ -40,14 +40,18 @@ Example (starts a local Ray cluster)::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
 import socket
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from imgproc._loader import DEFAULT_MAX_PIXELS
+from imgproc._native_stderr import captured
 from imgproc.errors import UnavailableError
 
 __all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "process", "run_jobs"]
@@ -104,11 +108,23 @@ def connect(address: str | None = None, **init_kwargs):
         _check_reachable(address)
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": True, "logging_level": "ERROR",
               **init_kwargs}
+    # Ray retries a cluster that does not answer for ~20 s (once a second); an address
+    # that accepts TCP but is not a Ray GCS (a proxy) would pass the check above, so the
+    # number of tries is bounded too (Ray's own knob; one try a second), unless set.
+    remote = address not in (None, "local")
+    bounded = remote and "RAY_gcs_server_port_wait_time_s" not in os.environ
+    if bounded:
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(int(CONNECT_TIMEOUT_S))
     try:
-        ray.init(address=address, **kwargs)
+        # the core library prints each retry on fd 2: captured, so a failure is one line
+        with captured() if remote else contextlib.nullcontext():
+            ray.init(address=address, **kwargs)
     except (ConnectionError, RuntimeError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UnavailableError(address or "ray", f"cannot connect to the Ray cluster ({first[:200]})") from None
+    finally:
+        if bounded:
+            del os.environ["RAY_gcs_server_port_wait_time_s"]
     return ray
 
 
@@ -304,12 +320,13 @@ class _Info:
 
 
 def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors=None, cpus_per_actor=None,
-             gpus_per_actor=0.0):
+             gpus_per_actor=0.0, stop_point=None):
     """Run ``pipeline`` over ``jobs`` (:class:`imgproc.cli._plan.Job`, already checked:
     nothing to skip) on Ray, reporting each file to ``report`` (``error``, ``warning``,
     ``ok``) as its result comes back. ``opts``: the command line's
     :class:`~imgproc.cli._options.RunOptions` (batch size, quality, overwrite, strip,
-    pixel limit)."""
+    pixel limit). ``stop_point()`` is called between result batches (it may raise
+    ``KeyboardInterrupt`` to end the run)."""
     pipe = _pipeline(pipeline, bucket=getattr(pipeline, "bucket", True))
     key_data = _key_data(pipe, key)
     if not jobs:
@@ -328,11 +345,20 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
     ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // per_block)))
     ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels, "allow_truncated": opts.allow_truncated},
                         batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
-    ds = ds.map_batches(_Compute, fn_constructor_args=(pipe.to_spec(), pipe.bucket, pipe.layout, key_data, opts.batch_size),
-                        batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=num_actors),
-                        num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None, batch_format="numpy")
+    with warnings.catch_warnings():
+        # max_restarts=0: a crashed actor fails the run instead of being restarted (else
+        # the core library prints a warning on fd 2 for every actor); Ray 2.5x marks
+        # passing remote options this way as deprecated, with no other way to set it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ds = ds.map_batches(_Compute, fn_constructor_args=(pipe.to_spec(), pipe.bucket, pipe.layout, key_data,
+                                                           opts.batch_size),
+                            batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=num_actors),
+                            num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None, batch_format="numpy",
+                            max_restarts=0)
     ds = ds.map_batches(_write, fn_kwargs={"opts": opts}, batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        if stop_point is not None:
+            stop_point()
         for r in _rows(batch):
             for message in filter(None, str(r["warnings"]).split("\n")):
                 report.warning(r["src"], message)
