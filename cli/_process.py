@@ -55,6 +55,7 @@ def _process_on_ray(pipeline, opts: RunOptions, *, key=None) -> int:
     jobs = plan_folder(opts)
     report = Reporter(len(jobs), opts)
     todo = jobs_to_do(jobs, opts, report)
+    started = not engine.initialized()
     ray = engine.connect(opts.ray_address) if todo else None
     interrupted = False
     try:
@@ -63,7 +64,7 @@ def _process_on_ray(pipeline, opts: RunOptions, *, key=None) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        if ray is not None:
+        if ray is not None and started:
             ray.shutdown()  # ends the local cluster this run started, or disconnects
     report.summary(interrupted=interrupted)
     if interrupted:

@@ -54,7 +54,7 @@ from imgproc._loader import DEFAULT_MAX_PIXELS
 from imgproc._native_stderr import captured
 from imgproc.errors import UnavailableError
 
-__all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "process", "run_jobs"]
+__all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "initialized", "process", "run_jobs"]
 
 TASK_CPUS = 0.5  # CPUs a read or write task asks for
 ACTOR_START_TIMEOUT_S = 300  # Ray Data raises when the actor pool cannot start within this
@@ -89,6 +89,15 @@ def _check_reachable(address: str):
     except OSError as e:
         why = e.strerror or str(e) or type(e).__name__
         raise UnavailableError(address, f"cannot reach the Ray cluster ({why})") from None
+
+
+def initialized() -> bool:
+    """Whether this process is connected to a Ray cluster (False without ``ray``)."""
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized()
 
 
 def connect(address: str | None = None, **init_kwargs):
