@@ -5,34 +5,34 @@ command line (deterministic and random specs, whatever the number of actors), ba
 reported with the command line's reasons, a re-run skipping done files, an unreachable
 cluster refused in seconds with exit 69, a bad spec refused before Ray starts."""
 
-import io
 import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import ray  # in the test extra (CI installs it): these tests always run
 from click.testing import CliRunner
 from PIL import Image
 
 import imgproc
+import imgproc.ray as engine
 from imgproc.cli import cli
 from imgproc.errors import UnavailableError
-
-ray = pytest.importorskip("ray")  # in the test extra: CI runs these
-import imgproc.ray as engine  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 EXE = os.path.join(os.path.dirname(sys.executable), "imgproc")
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_images"
 RANDOM_SPEC = [{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}]
-BAD = {"corrupt.jpg", "truncated.png", "notes.png"}
+BAD = {"corrupt.jpg", "truncated.png", "notes.png", "huge.png"}
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,10 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    """Five sample images at a third of their size (JPEG with EXIF rotation, grey PNG,
-    RGBA PNG, 16-bit PNG; two of one size, so batches hold several), a corrupt JPEG, a
-    truncated PNG and a text file named .png."""
+    """Six sample images at a third of their size (JPEG with EXIF rotation, grey PNG,
+    RGBA PNG, 16-bit PNG; several of one size, so batches hold several) and one in a
+    subfolder, a corrupt JPEG, a truncated PNG, a text file named .png and a PNG whose
+    header claims 100 megapixels."""
     d = tmp_path_factory.mktemp("in")
     for name in ["chelsea.jpg", "chelsea_noisy.jpg", "chelsea_exif_rot90.jpg", "camera_gray.png", "logo_rgba.png",
                  "gradient_16bit.png"]:
@@ -61,6 +62,11 @@ def folder(tmp_path_factory):
     png = (d / "camera_gray.png").read_bytes()
     (d / "truncated.png").write_bytes(png[: len(png) // 2])
     (d / "notes.png").write_text("not an image\n")
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    (d / "huge.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 10000, 10000, 8, 2, 0, 0, 0))
+                                 + chunk(b"IDAT", zlib.compress(bytes(1000))) + chunk(b"IEND", b""))  # 100 Mpx, refused unread
     return d
 
 
@@ -83,7 +89,7 @@ def failures(table):
 def denoised_by_cli(folder, tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "out"
     code, summary = cli_local("denoise", folder, out, "--method", "chapter")
-    assert code == 1 and summary["written"] == 7 and summary["failed"] == 3
+    assert code == 1 and summary["written"] == 7 and summary["failed"] == 4
     return out, {(Path(f["path"]).name, f["reason"], f["exit_code"]) for f in summary["failures"]}
 
 
@@ -100,6 +106,7 @@ def test_same_bytes_and_reasons_as_the_plain_cli(cluster, folder, denoised_by_cl
     reasons = dict((n, r) for n, r, _ in ref_failures)
     assert "not a recognised image format" in reasons["notes.png"]
     assert "truncated PNG file" in reasons["truncated.png"]
+    assert reasons["huge.png"].startswith("too many pixels (10000x10000 = 100000000 > 90000000)")
 
 
 def test_a_rerun_skips_done_files(cluster, folder, tmp_path):
