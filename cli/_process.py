@@ -26,6 +26,10 @@ def process(pipeline, opts: RunOptions, *, key=None) -> int:
     failed, 74 disk full, 130 interrupted). ``key``: for pipelines with random stages
     (image ``i`` of the sorted inputs gets ``fold_in(key, i)``)."""
     check_paths(opts)
+    if opts.ray_address is not None and opts.engine != "ray":
+        import click
+
+        raise click.UsageError("--ray-address needs --engine ray")
     if opts.engine == "ray":
         return _process_on_ray(pipeline, opts, key=key)
     if is_folder_run(opts):

@@ -173,6 +173,18 @@ def test_a_bad_spec_is_refused_before_ray_starts(folder, tmp_path):
     assert not (tmp_path / "out2").exists()
 
 
+def test_engine_ray_usage_errors(folder, tmp_path):
+    runner = CliRunner()
+    for args, message in [
+        (["--ray-address", "127.0.0.1:1"], "--ray-address needs --engine ray"),
+        (["--engine", "ray", "--fail-fast"], "--fail-fast is not supported with --engine ray"),
+    ]:
+        result = runner.invoke(cli, ["blur", str(folder), str(tmp_path / "out"), *args])
+        assert result.exit_code == 2 and message in result.output
+    result = runner.invoke(cli, ["blur", str(folder / "chelsea.jpg"), str(tmp_path / "x.jpg"), "--engine", "ray"])
+    assert result.exit_code == 2 and "--engine ray runs folders" in result.output
+
+
 def test_without_ray_one_line_names_the_extra(monkeypatch, folder, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.setitem(sys.modules, "ray.data", None)
