@@ -115,8 +115,8 @@ def decode_image(data, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated:
         TypeError: ``data`` is not bytes-like.
 
     Example:
-        >>> import imgproc
-        >>> data = open("sample_images/chelsea.jpg", "rb").read()
+        >>> import pathlib, imgproc
+        >>> data = pathlib.Path("sample_images/chelsea.jpg").read_bytes()
         >>> imgproc.decode_image(data).shape
         (300, 451, 3)
         >>> imgproc.decode_image(b"%PDF-1.7 ...")
