@@ -29,6 +29,7 @@ Exit codes:
   2    usage error
   65   input is not a valid image (corrupt, truncated, unsupported, too many pixels)
   66   input missing or unreadable
+  69   --engine ray: the Ray cluster cannot be reached, or ray is not installed
   73   output cannot be created (exists without --overwrite, same file as input,
        unknown extension, folder not writable)
   74   I/O error while writing (disk full)
@@ -61,6 +62,8 @@ class RunOptions:
     shard_index: int = 0
     num_shards: int = 1
     log_interval: float = 10.0
+    engine: str = "local"  # "ray": folder runs on Ray Data (imgproc.ray)
+    ray_address: str | None = None
     debug: bool = False  # the group's --debug: tracebacks of internal errors
 
 
@@ -130,6 +133,10 @@ def io_options(fn):
         opt("--workers", type=click.IntRange(1, 256), default=None, help="Folder runs: decode/encode threads [default: CPUs + 2, at most 8]."),
         opt("--shard-index", type=click.IntRange(min=0), default=0, show_default=True, help="Folder runs: which shard this process does (0-based)."),
         opt("--num-shards", type=click.IntRange(min=1), default=1, show_default=True, help="Folder runs: split the inputs into this many shards (by a hash of their path)."),
+        opt("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+            help="Folder runs: local (threads in this process) or ray (Ray Data actors on a cluster; pip install \"imgproc-jax[ray]\")."),
+        opt("--ray-address", metavar="ADDR", default=None,
+            help="--engine ray: the cluster (HOST:PORT, ray://HOST:PORT or auto) [default: RAY_ADDRESS, else a local one]; unreachable: exit 69."),
         opt("--log-interval", type=click.FloatRange(min=0), default=10.0, show_default=True, hidden=True),
     ]):
         wrapper = decorator(wrapper)

@@ -26,12 +26,54 @@ def process(pipeline, opts: RunOptions, *, key=None) -> int:
     failed, 74 disk full, 130 interrupted). ``key``: for pipelines with random stages
     (image ``i`` of the sorted inputs gets ``fold_in(key, i)``)."""
     check_paths(opts)
+    if opts.ray_address is not None and opts.engine != "ray":
+        import click
+
+        raise click.UsageError("--ray-address needs --engine ray")
+    if opts.engine == "ray":
+        return _process_on_ray(pipeline, opts, key=key)
     if is_folder_run(opts):
         jobs = plan_folder(opts)
         return run_jobs(pipeline, jobs, opts, Reporter(len(jobs), opts), key=key)
     job = plan_file(opts)
     one = dataclasses.replace(opts, fail_fast=True)
     return run_jobs(pipeline, [job], one, OneFileReport(one), key=key, raise_unexpected=True)
+
+
+def _process_on_ray(pipeline, opts: RunOptions, *, key=None) -> int:
+    """A folder run on Ray Data (:mod:`imgproc.ray`): planned and checked here as a local
+    run is, then connected (exit 69 when the cluster cannot be reached), then run with
+    the same report and exit codes (0, 1, 130; a write error does not stop the others)."""
+    import click
+
+    import imgproc
+    import imgproc.ray as engine
+    from imgproc.cli._runner import INTERRUPTS, jobs_to_do
+
+    if not is_folder_run(opts):
+        raise click.UsageError("--engine ray runs folders, globs or several IN; a single file runs without it")
+    if opts.fail_fast:
+        raise click.UsageError("--fail-fast is not supported with --engine ray (every file is reported)")
+    if not isinstance(pipeline, imgproc.Pipeline):
+        raise click.UsageError("--verbose is not supported with --engine ray")
+    jobs = plan_folder(opts)
+    report = Reporter(len(jobs), opts)
+    todo = jobs_to_do(jobs, opts, report)
+    started = not engine.initialized()
+    ray = engine.connect(opts.ray_address) if todo else None
+    interrupted = False
+    try:
+        with INTERRUPTS:
+            engine.run_jobs(pipeline, todo, opts, report, key=key, stop_point=INTERRUPTS.stop_point)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if ray is not None and started:
+            ray.shutdown()  # ends the local cluster this run started, or disconnects
+    report.summary(interrupted=interrupted)
+    if interrupted:
+        return 130
+    return 1 if report.failed else 0
 
 
 def load_spec(spec, **options):

@@ -81,7 +81,7 @@ class Reporter:
             else:
                 self._line(f"warning: {path}: {message}")
 
-    def ok(self, skipped=False):
+    def ok(self, skipped=False, path=None):
         with self.lock:
             self.done += 1
             if skipped:
@@ -177,7 +177,7 @@ class OneFileReport:
         if not self.opts.quiet:
             self._line(f"warning: {path}: {message}")
 
-    def ok(self, skipped=False):
+    def ok(self, skipped=False, path=None):
         pass
 
     def summary(self, *, interrupted=False, stopped=None):

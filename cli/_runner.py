@@ -111,10 +111,13 @@ class BatchStage:
     """Collects decoded images in groups of one shape and dtype and runs ``pipeline`` on
     a group when it has ``batch_size`` images, or, to bound memory, on the oldest group
     when more than ``2 * batch_size`` images wait. ``key``: image ``i`` of a random
-    pipeline gets ``fold_in(key, job.index)``."""
+    pipeline gets ``fold_in(key, job.index)``. ``pad``: a partial group is padded with
+    copies of its last image to the next power of two (at most ``batch_size``), so the
+    few batch sizes a long run meets are compiled once each (``imgproc.ray``'s actors);
+    the copies' outputs are dropped."""
 
-    def __init__(self, pipeline, *, batch_size: int, key=None):
-        self.pipeline, self.batch_size, self.key = pipeline, batch_size, key
+    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False):
+        self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
         self.groups: dict = collections.OrderedDict()
         self.waiting = 0
         self._cache_on = False
@@ -147,9 +150,14 @@ class BatchStage:
         describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
         if describe is not None:
             describe(stack, [str(d.job.src) for d in items])
+        indices = np.asarray([d.job.index for d in items])
+        if self.pad and len(items) < self.batch_size:
+            n = min(self.batch_size, 1 << (len(items) - 1).bit_length())
+            stack = np.concatenate([stack, np.repeat(stack[-1:], n - len(items), axis=0)])
+            indices = np.concatenate([indices, np.repeat(indices[-1:], n - len(items))])
         try:
             if self.key is not None:
-                out = self.pipeline(stack, key=self.key, indices=np.asarray([d.job.index for d in items]))
+                out = self.pipeline(stack, key=self.key, indices=indices)
             else:
                 out = self.pipeline(stack)
             out = np.asarray(out)
@@ -158,6 +166,38 @@ class BatchStage:
             error.__cause__ = e
             return [Result(d.job, error=error) for d in items]
         return [Result(d.job, join_alpha(out[i], d.alpha, d.flat), d.info) for i, d in enumerate(items)]
+
+
+def write_result(result: Result, opts: RunOptions):
+    """Save one result atomically to its job's output (the writer of every engine):
+    stale temporary files of a killed run removed, folders created, metadata kept
+    unless ``--strip``."""
+    job = result.job
+    for stale in temp_files_for(job.dst):  # left by a run killed with SIGKILL
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    try:
+        job.dst.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(job.dst.parent, f"cannot create folder ({e.strerror or e})") from None
+    exif = None if opts.strip else result.info.exif
+    icc = None if opts.strip else result.info.icc_profile
+    save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+               exif=exif, icc_profile=icc)
+
+
+def failure(job: Job, error: BaseException) -> tuple:
+    """``(path, reason, exit code)`` of a job's failure: the output's path for output and
+    write errors, else the input's; an :class:`ImgprocError`'s reason and code, a
+    ``ValueError`` as 65, anything else an internal error (70)."""
+    path = job.dst if isinstance(error, (OutputError, WriteError)) else job.src
+    if isinstance(error, ImgprocError):
+        return path, error.reason, error.exit_code
+    if isinstance(error, ValueError):
+        return path, str(error), 65
+    return path, f"internal error: {type(error).__name__}: {error}", 70
 
 
 class WriteStage:
@@ -170,20 +210,7 @@ class WriteStage:
         self.writes: dict = {}  # future -> job
 
     def _write(self, result: Result):
-        job = result.job
-        for stale in temp_files_for(job.dst):  # left by a run killed with SIGKILL
-            try:
-                stale.unlink()
-            except OSError:
-                pass
-        try:
-            job.dst.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise OutputError(job.dst.parent, f"cannot create folder ({e.strerror or e})") from None
-        exif = None if self.opts.strip else result.info.exif
-        icc = None if self.opts.strip else result.info.icc_profile
-        save_image(job.dst, result.image, quality=self.opts.quality, overwrite=self.opts.overwrite, source=job.src,
-                   exif=exif, icc_profile=icc)
+        write_result(result, self.opts)
 
     def submit(self, result: Result):
         self.writes[self.pool.submit(self._write, result)] = result.job
@@ -218,16 +245,10 @@ class _Failures:
     def __call__(self, job: Job, error: BaseException):
         if self.raise_unexpected and not isinstance(error, ImgprocError):
             raise error.__cause__ or error
-        path = job.dst if isinstance(error, (OutputError, WriteError)) else job.src
-        if isinstance(error, ImgprocError):
-            reason, code = error.reason, error.exit_code
-        elif isinstance(error, ValueError):
-            reason, code = str(error), 65
-        else:
-            reason, code = f"internal error: {type(error).__name__}: {error}", 70
-            if self.opts.debug:
-                with NATIVE_STDERR_LOCK:
-                    traceback.print_exception(error)
+        path, reason, code = failure(job, error)
+        if self.opts.debug and not isinstance(error, (ImgprocError, ValueError)):
+            with NATIVE_STDERR_LOCK:
+                traceback.print_exception(error)
         self.report.error(path, reason, code)
         if isinstance(error, WriteError):
             raise _Stop(74, f"stopped at an I/O error while writing ({error.reason})")
@@ -235,7 +256,7 @@ class _Failures:
             raise _Stop(code, "stopped at the first failure (--fail-fast)")
 
 
-def _jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
+def jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
     """The jobs left once collisions and outputs that are the input are refused and
     existing outputs are skipped (without ``overwrite``)."""
     todo = []
@@ -249,7 +270,7 @@ def _jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
         elif same_file(job.src, job.dst):
             report.error(job.dst, "is the input file itself; choose another output", OutputError.exit_code)
         elif job.dst.exists() and not opts.overwrite:
-            report.ok(skipped=True)
+            report.ok(skipped=True, path=job.src)
         else:
             todo.append(job)
     return todo
@@ -309,7 +330,7 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     file's code with ``fail_fast``. ``raise_unexpected``: let errors other than
     :class:`ImgprocError` (a bad option the pipeline rejects, an internal error) out, as
     a single-file run does, instead of reporting them against the file."""
-    run = _Run(pipeline, _jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
+    run = _Run(pipeline, jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
     interrupted, stopped, code = False, None, None
     try:
         with INTERRUPTS:

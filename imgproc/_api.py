@@ -10,13 +10,14 @@ of them from then on.
 from imgproc import kernels
 from imgproc._convolution import convolve, correlate
 from imgproc._filters import box_blur, edges, emboss, gaussian_blur, sharpen, unsharp_mask
-from imgproc._io import load_image, save_image
+from imgproc._io import decode_image, encode_image, load_image, save_image
 from imgproc._pipeline import Pipeline
 from imgproc._stages import KEEPS_TARGETS, LoweringHints, TargetRule, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
 from imgproc import augment, presets
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
-from imgproc.errors import ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, WriteError
+from imgproc.errors import (ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, UnavailableError,
+                            WriteError)
 from imgproc.metrics import psnr, ssim
 from imgproc import restoration  # registers the denoising ops as pipeline stages
 from imgproc.restoration import (
@@ -47,11 +48,14 @@ __all__ = [
     "OutputError",
     "Pipeline",
     "TargetRule",
+    "UnavailableError",
     "WriteError",
     "box_blur",
     "convolve",
     "correlate",
+    "decode_image",
     "edges",
+    "encode_image",
     "emboss",
     "gaussian_blur",
     "global_batch",

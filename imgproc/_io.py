@@ -37,12 +37,12 @@ import numpy as np
 from PIL import Image
 
 from imgproc._file_formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
-from imgproc._loader import read_image
+from imgproc._loader import decode_bytes, read_image
 from imgproc._native_stderr import captured, library_log
 from imgproc._validate import check_saved_float_range
 from imgproc.errors import OutputError, WriteError
 
-__all__ = ["load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
+__all__ = ["decode_image", "encode_image", "load_image", "save_image", "OUTPUT_FORMATS", "output_format", "same_file"]
 
 TEMP_SUFFIX = ".imgproc-tmp"
 _NO_ALPHA = {"JPEG", "BMP"}
@@ -68,6 +68,115 @@ def load_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         (300, 451, 3)
     """
     return read_image(path, max_pixels=max_pixels, allow_truncated=allow_truncated)[0]
+
+
+def decode_image(data, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False, name: str = "<bytes>",
+                 return_info: bool = False, warn=None):
+    """Decode a whole image file held in memory (``bytes``, ``bytearray`` or ``memoryview``:
+    an object-store read, an HTTP body) into a NumPy array, exactly as :func:`load_image`
+    decodes the same file: it is the same decoder (:func:`load_image` is "read the file's
+    bytes, then this"), with the same defences and metadata rules.
+
+    The format comes from the first bytes (JPEG, PNG, WebP, TIFF, BMP, GIF allowed; EPS,
+    PSD, SVG, PDF, ... refused), the pixel count is checked from the header against
+    ``max_pixels`` before any pixel is decoded (and more bytes than such an image can need
+    are refused before looking at them), truncated data is refused unless
+    ``allow_truncated``. The array is what :func:`load_image` returns: EXIF orientation
+    applied; ``(H, W)`` grey, ``(H, W, 2)`` grey + alpha, ``(H, W, 3)`` RGB, ``(H, W, 4)``
+    RGBA (HWC layout); uint8, or uint16 for 16-bit PNG/TIFF at full depth; float32 for
+    one-sample float TIFF. Non-fatal oddities (first frame of an animation, corrupt EXIF)
+    issue an :class:`imgproc.errors.ImgprocWarning`.
+
+    Args:
+        data: the file's bytes.
+        max_pixels: refuse images with more pixels than this (default 90 megapixels).
+        allow_truncated: decode truncated data as far as it goes (with a warning).
+        name: what error messages and warnings call the data (a path or URL).
+        return_info: also return an :class:`imgproc._loader.ImageInfo` (format, the EXIF
+            block to write back with orientation 1, the ICC profile to keep, warnings).
+        warn: ``warn(name, message)`` for each non-fatal problem instead of an
+            :class:`~imgproc.errors.ImgprocWarning` (a worker collecting them for a report).
+
+    Returns:
+        the array, or ``(array, info)`` with ``return_info=True``.
+
+    Raises:
+        InvalidImageError: not a valid image of an allowed format (the reason is the one
+            :func:`load_image` gives for the same bytes; exit code 65 on the command line).
+        TypeError: ``data`` is not bytes-like.
+
+    Example:
+        >>> import pathlib, imgproc
+        >>> data = pathlib.Path("sample_images/chelsea.jpg").read_bytes()
+        >>> imgproc.decode_image(data).shape
+        (300, 451, 3)
+        >>> imgproc.decode_image(b"%PDF-1.7 ...")
+        Traceback (most recent call last):
+        imgproc.errors.InvalidImageError: <bytes>: unsupported format PDF; allowed: JPEG, PNG, WEBP, TIFF, BMP, GIF
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    elif isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1:
+        data = data.tobytes()
+    elif not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes, bytearray, memoryview or a 1-D uint8 array; got {type(data).__name__}")
+    arr, info = decode_bytes(data, name, max_pixels=max_pixels, allow_truncated=allow_truncated, warn=warn)
+    return (arr, info) if return_info else arr
+
+
+def _format_name(format) -> str:
+    """``"JPEG"``, ``"jpg"``, ``".jpg"``, ... -> the Pillow format name, or a ValueError
+    naming the allowed values."""
+    if isinstance(format, str):
+        text = format.strip().lower()
+        ext = text if text.startswith(".") else "." + text
+        if ext in OUTPUT_FORMATS:
+            return OUTPUT_FORMATS[ext]
+        if text.upper() in OUTPUT_FORMATS.values():
+            return text.upper()
+    names = sorted(set(OUTPUT_FORMATS.values()))
+    raise ValueError(f"format must be one of {', '.join(names)} (or an extension: "
+                     f"{', '.join(sorted(OUTPUT_FORMATS))}); got {format!r}")
+
+
+def encode_image(image, format, *, quality: int = 95, exif: bytes | None = None,
+                 icc_profile: bytes | None = None) -> bytes:
+    """The bytes of an image file of ``format`` holding ``image``: what
+    :func:`save_image` writes (it is "this, then an atomic write"), for writers to object
+    stores that need no temporary file.
+
+    Args:
+        image: ``(H, W)`` or ``(H, W, C)`` (HWC) with C in 1..4; uint8, uint16 or float in
+            [0, 1] (NumPy or JAX). The conversions are :func:`save_image`'s: floats written
+            as ``round(255 x)`` saturated (values clearly outside [0, 1] refused), uint16 at
+            full depth to PNG/TIFF and ``round(x / 257)`` elsewhere, alpha flattened on
+            white for JPEG and BMP.
+        format: ``"JPEG"``, ``"PNG"``, ``"TIFF"``, ``"WEBP"``, ``"BMP"`` (any case) or an
+            extension (``"jpg"``, ``".png"``, ``".tif"``, ...).
+        quality: JPEG/WebP quality, 1..100.
+        exif: EXIF block to embed (JPEG, PNG, WebP, TIFF); None writes none.
+        icc_profile: ICC profile to embed (JPEG, PNG, WebP, TIFF); None writes none.
+
+    Raises:
+        ValueError: an unknown format, a quality outside 1..100, a float image clearly
+            outside [0, 1], or a shape that is not an image.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> img = np.zeros((4, 6, 3), np.uint8)
+        >>> data = imgproc.encode_image(img, "png")
+        >>> data[:4], imgproc.decode_image(data).shape
+        (b'\x89PNG', (4, 6, 3))
+    """
+    fmt = _format_name(format)
+    _check_encode_args(image, quality)
+    return _encode(image, fmt, quality, exif, icc_profile)
+
+
+def _check_encode_args(image, quality):
+    check_saved_float_range(image)
+    if isinstance(quality, bool) or not isinstance(quality, (int, np.integer)) or not 1 <= quality <= 100:
+        raise ValueError(f"quality must be an integer from 1 to 100; got {quality!r}")
 
 
 def output_format(path) -> str:
@@ -259,9 +368,12 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
     """
     path = Path(path)
     fmt = output_format(path)
-    check_saved_float_range(image)
-    if isinstance(quality, bool) or not isinstance(quality, (int, np.integer)) or not 1 <= quality <= 100:
-        raise ValueError(f"quality must be an integer from 1 to 100; got {quality!r}")
+    _check_encode_args(image, quality)
+    _check_destination(path, overwrite, source)  # before the work of encoding
+    return write_atomically(path, _encode(image, fmt, quality, exif, icc_profile), overwrite=overwrite, source=source)
+
+
+def _check_destination(path: Path, overwrite: bool, source):
     if source is not None and same_file(source, path):
         raise OutputError(path, "is the input file itself; choose another output")
     if path.exists() and not overwrite:
@@ -271,7 +383,15 @@ def save_image(path, image, *, quality: int = 95, overwrite: bool = False, sourc
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(path, f"folder {folder} does not exist")
-    data = _encode(image, fmt, quality, exif, icc_profile)
+
+
+def write_atomically(path, data: bytes, *, overwrite: bool = False, source=None) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, fsync,
+    ``os.replace``), with :func:`save_image`'s refusals (raising the same errors): an existing file without
+    ``overwrite``, ``source`` itself. Nothing is left behind on failure."""
+    path = Path(path)
+    _check_destination(path, overwrite, source)
+    folder = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX)
     except OSError as e:

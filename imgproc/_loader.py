@@ -70,6 +70,7 @@ __all__ = [
     "DEFAULT_MAX_PIXELS",
     "ImageInfo",
     "decode_bytes",
+    "read_file_bytes",
     "read_image",
     "sniff_format",
 ]
@@ -179,13 +180,19 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         InputError: missing, a folder, or unreadable (exit code 66).
         InvalidImageError: not a valid image of an allowed format (exit code 65).
     """
+    data = read_file_bytes(path, max_pixels=max_pixels)
+    return decode_bytes(data, Path(path), max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats,
+                        warn=warn)
+
+
+def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
+    """The bytes of an image file, refused unread (InvalidImageError) when larger than an
+    image within ``max_pixels`` can need; :class:`InputError` (exit 66) for a missing,
+    unreadable file or a folder. What :func:`read_image` reads before it decodes."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
-            size = _file_size(f)
-            limit = max(int(max_pixels), 1) * _MAX_FILE_BYTES_PER_PIXEL + (64 << 20)
-            if size > limit:
-                raise InvalidImageError(path, f"file too large ({size} bytes) for the pixel limit {max_pixels}")
+            _check_size(_file_size(f), max_pixels, path)  # before reading a huge file
             data = f.read()
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
@@ -197,7 +204,15 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         if isinstance(e, InvalidImageError):
             raise
         raise InputError(path, f"cannot read ({e.strerror or e})") from None
-    return decode_bytes(data, path, max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats, warn=warn)
+    return data
+
+
+def _check_size(size: int, max_pixels, path):
+    """Refuse more bytes than an image within ``max_pixels`` can need (16 bits x 4 channels
+    uncompressed, plus 64 MiB of metadata), before decoding anything."""
+    limit = max(int(max_pixels), 1) * _MAX_FILE_BYTES_PER_PIXEL + (64 << 20)
+    if size > limit:
+        raise InvalidImageError(path, f"file too large ({size} bytes) for the pixel limit {max_pixels}")
 
 
 def _file_size(f) -> int:
@@ -227,6 +242,7 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, (int, np.integer)) or max_pixels < 1:
         raise ValueError(f"max_pixels must be a positive integer; got {max_pixels!r}")
     allowed = tuple(f.upper() for f in formats)
+    _check_size(len(data), max_pixels, path)
     if len(data) == 0:
         raise InvalidImageError(path, "empty file")
     fmt = sniff_format(data[:32])

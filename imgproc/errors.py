@@ -8,6 +8,7 @@ __all__ = [
     "InputError",
     "OutputError",
     "WriteError",
+    "UnavailableError",
     "ImgprocWarning",
     "LayoutWarning",
 ]
@@ -47,6 +48,14 @@ class WriteError(ImgprocError, OSError):
     """An I/O error while writing (disk full). Exit 74."""
 
     exit_code = 74
+
+
+class UnavailableError(ImgprocError, ConnectionError):
+    """A service the run needs cannot be reached: a Ray cluster address that does not
+    answer, or the ``ray`` package not installed (``--engine ray``). Exit 69
+    (``EX_UNAVAILABLE``)."""
+
+    exit_code = 69
 
 
 class ImgprocWarning(UserWarning):

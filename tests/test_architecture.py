@@ -88,7 +88,7 @@ def test_no_registration_through_globals():
 
 # Public functions of the flat namespace that are not pipeline stages, and why.
 NOT_STAGES = {
-    "load_image": "I/O", "save_image": "I/O", "psnr": "metric", "register_op": "registry",
+    "load_image": "I/O", "save_image": "I/O", "decode_image": "I/O", "encode_image": "I/O", "psnr": "metric", "register_op": "registry",
     "registered_ops": "registry", "reuse_host_memory": "process setting", "default_strategy": "a query",
     "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",

@@ -1,0 +1,479 @@
+"""Folders and buckets beyond one process, on Ray Data (extra ``[ray]``: ``pip install
+"imgproc-jax[ray]"``).
+
+:func:`process` runs a pipeline over a folder (or glob, or list of files) into an output
+folder on a Ray cluster, with the command line's rules: the same outputs (``imgproc
+denoise IN OUT --engine ray`` writes the same bytes as ``imgproc denoise IN OUT``), the
+same output paths, the same reasons for bad files, existing outputs skipped unless
+``overwrite``. The dataset has three stages:
+
+1. **read** (Ray tasks, :data:`TASK_CPUS` CPU each): a file's bytes
+   (:func:`imgproc._loader.read_file_bytes`), decoded with the public codec
+   (:func:`imgproc.decode_image`, the loader's defences and metadata rules);
+2. **compute** (a pool of ``num_actors`` callable-class actors): each builds the pipeline
+   from its spec once, groups the decoded images by shape, pads a partial group to the
+   next power of two (at most ``batch_size``: a few compiled programs per size bucket,
+   none per batch) and runs it; image ``i`` of a random pipeline gets ``fold_in(key,
+   index)`` with the index of its path in the sorted inputs (the command line's
+   ``Job.index``), so outputs depend neither on the number of actors nor on how Ray
+   batches rows;
+3. **write** (Ray tasks): encoded and written atomically by the command line's writer
+   (:func:`imgproc.cli._runner.write_result`).
+
+A file that fails at any stage becomes a row of the result table (``path``, ``status``
+``"failed"``, ``reason``, ``exit_code``) instead of failing the dataset.
+
+Resources: actors take ``cpus_per_actor`` CPUs each and read/write tasks
+:data:`TASK_CPUS`; ``num_actors * cpus_per_actor`` must leave at least
+:data:`TASK_CPUS` of the cluster's CPUs free, so read and write tasks can always be
+scheduled (two one-CPU actors on a two-core machine would starve the reads and hang
+silently; that is refused, naming the limit). Ray Data's ``wait_for_min_actors_s`` is set
+(:data:`ACTOR_START_TIMEOUT_S`), so actors that cannot be placed raise instead of
+waiting forever.
+
+Example (starts a local Ray cluster)::
+
+    >>> import imgproc.ray                                        # doctest: +SKIP
+    >>> table = imgproc.ray.process("photos", "out", [{"op": "gaussian_blur", "sigma": 1.0}])  # doctest: +SKIP
+    >>> table[table.status == "failed"][["path", "reason"]]       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from imgproc._loader import DEFAULT_MAX_PIXELS
+from imgproc._native_stderr import captured
+from imgproc.errors import UnavailableError
+
+__all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "initialized", "process", "run_jobs"]
+
+TASK_CPUS = 0.5  # CPUs a read or write task asks for
+ACTOR_START_TIMEOUT_S = 300  # Ray Data raises when the actor pool cannot start within this
+CONNECT_TIMEOUT_S = 5.0
+INSTALL_HINT = 'not installed; pip install "imgproc-jax[ray]"'
+_COLUMNS = ("src", "dst", "index", "status", "reason", "code", "warnings", "pixels", "shape", "dtype", "flat", "alpha",
+            "exif", "icc")
+
+
+def _ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise UnavailableError("ray", INSTALL_HINT) from None
+    return ray
+
+
+def _check_reachable(address: str):
+    """Fail fast (one line, exit 69) when ``host:port`` does not answer a TCP connection:
+    ``ray.init`` would otherwise retry for a minute or more."""
+    target = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = target.rpartition(":")
+    if not host:
+        host, port = target, "10001" if address.startswith("ray://") else "6379"
+    try:
+        port = int(port)
+    except ValueError:
+        raise UnavailableError(address, "not a Ray cluster address (HOST:PORT, ray://HOST:PORT or auto)") from None
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        why = e.strerror or str(e) or type(e).__name__
+        raise UnavailableError(address, f"cannot reach the Ray cluster ({why})") from None
+
+
+def initialized() -> bool:
+    """Whether this process is connected to a Ray cluster (False without ``ray``)."""
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized()
+
+
+def connect(address: str | None = None, **init_kwargs):
+    """The ``ray`` module, connected: to ``address`` (``HOST:PORT``, ``ray://HOST:PORT`` or
+    ``"auto"``), or, with None, to the cluster of ``RAY_ADDRESS`` or a new local one. An
+    already initialised Ray is used as it is.
+
+    Raises:
+        UnavailableError: ``ray`` is not installed, or the cluster cannot be reached
+            (exit code 69), within :data:`CONNECT_TIMEOUT_S` seconds for an address that
+            does not answer.
+    """
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    if address not in (None, "auto", "local"):
+        _check_reachable(address)
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": True, "logging_level": "ERROR",
+              **init_kwargs}
+    # Ray retries a cluster that does not answer for ~20 s (once a second); an address
+    # that accepts TCP but is not a Ray GCS (a proxy) would pass the check above, so the
+    # number of tries is bounded too (Ray's own knob; one try a second), unless set.
+    remote = address not in (None, "local")
+    bounded = remote and "RAY_gcs_server_port_wait_time_s" not in os.environ
+    if bounded:
+        os.environ["RAY_gcs_server_port_wait_time_s"] = str(int(CONNECT_TIMEOUT_S))
+    try:
+        # the core library prints each retry on fd 2: captured, so a failure is one line
+        with captured() if remote else contextlib.nullcontext():
+            ray.init(address=address, **kwargs)
+    except (ConnectionError, RuntimeError, TimeoutError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UnavailableError(address or "ray", f"cannot connect to the Ray cluster ({first[:200]})") from None
+    finally:
+        if bounded:
+            del os.environ["RAY_gcs_server_port_wait_time_s"]
+    return ray
+
+
+def _pipeline(spec, bucket: bool):
+    """A :class:`imgproc.Pipeline` from a pipeline, a spec list or its JSON text (parsed
+    here, on the driver, before any Ray work: a bad spec is a ValueError)."""
+    from imgproc._pipeline import Pipeline
+
+    if isinstance(spec, Pipeline):
+        return Pipeline.from_spec(spec.to_spec(), layout=spec.layout, bucket=spec.bucket)
+    return Pipeline.from_spec(spec, bucket=bucket)
+
+
+def _key_data(pipe, key):
+    if not pipe.is_random:
+        return None
+    if key is None:
+        raise ValueError("this pipeline has random stages: pass key=jax.random.key(seed) (or an int seed)")
+    import jax
+
+    from imgproc._validate import check_key
+
+    key = check_key(key)
+    return np.asarray(jax.random.key_data(key)), str(jax.random.key_impl(key))
+
+
+def _resources(ray, num_actors, cpus_per_actor, gpus_per_actor):
+    """``(num_actors, cpus_per_actor)`` checked against the cluster: the actors leave
+    :data:`TASK_CPUS` free for the read and write tasks."""
+    total = float(ray.cluster_resources().get("CPU", 1))
+    if cpus_per_actor is None:
+        cpus_per_actor = min(1.0, max(total - TASK_CPUS, 0.25))
+    if not cpus_per_actor > 0:
+        raise ValueError(f"cpus_per_actor must be > 0; got {cpus_per_actor!r}")
+    most = int((total - TASK_CPUS) // cpus_per_actor)
+    if num_actors is None:
+        num_actors = max(1, most)
+    if isinstance(num_actors, bool) or not isinstance(num_actors, int) or num_actors < 1:
+        raise ValueError(f"num_actors must be a positive integer; got {num_actors!r}")
+    if num_actors > most:
+        raise ValueError(
+            f"num_actors={num_actors} x cpus_per_actor={cpus_per_actor} leaves less than {TASK_CPUS} of the cluster's "
+            f"{total:g} CPUs for the read and write tasks (the run would hang); use num_actors <= {max(most, 0)} "
+            f"or fewer cpus_per_actor")
+    if gpus_per_actor < 0:
+        raise ValueError(f"gpus_per_actor must be >= 0; got {gpus_per_actor!r}")
+    return num_actors, cpus_per_actor
+
+
+# --------------------------------------------------------------------------- stages (run in Ray workers)
+
+
+def _row(src, dst, index, **fields):
+    row = {"src": src, "dst": dst, "index": index, "status": "ok", "reason": "", "code": 0, "warnings": "",
+           "pixels": b"", "shape": "", "dtype": "", "flat": False, "alpha": b"", "exif": b"", "icc": b""}
+    row.update(fields)
+    return row
+
+
+def _job(row):
+    from imgproc.cli._plan import Job
+
+    return Job(Path(row["src"]), Path(row["dst"]), "", int(row["index"]))
+
+
+def _failed(row, error):
+    from imgproc.cli._runner import failure
+
+    path, reason, code = failure(_job(row), error)
+    return {"status": "failed", "reason": reason, "code": code, "src": row["src"], "dst": row["dst"],
+            "failed_path": str(path)}
+
+
+def _rows(batch):
+    n = len(batch["src"])
+    return [{k: batch[k][i] for k in batch} for i in range(n)]
+
+
+def _columns(rows):
+    return {k: np.array([r[k] for r in rows], dtype=object if k not in ("index", "code") else np.int64)
+            for k in rows[0]} if rows else {}
+
+
+def _read(batch, *, max_pixels, allow_truncated):
+    """Read task: each file's bytes, decoded with the public codec (colour and alpha
+    split as the command line splits them)."""
+    from imgproc._io import decode_image
+    from imgproc._loader import read_file_bytes
+    from imgproc.cli._runner import split_alpha
+
+    out = []
+    for r in _rows(batch):
+        notes = []
+        row = _row(r["src"], r["dst"], int(r["index"]))
+        try:
+            data = read_file_bytes(r["src"], max_pixels=max_pixels)
+            arr, info = decode_image(data, max_pixels=max_pixels, allow_truncated=allow_truncated, name=r["src"],
+                                     return_info=True, warn=lambda path, message: notes.append(message))
+        except Exception as e:  # noqa: BLE001 - every failure becomes a row, as the CLI reports it
+            failed = _failed(row, e)
+            failed.pop("failed_path")
+            out.append({**row, **failed})
+            continue
+        colour, alpha, flat = split_alpha(arr)
+        out.append({**row, "warnings": "\n".join(notes), "pixels": np.ascontiguousarray(colour).tobytes(),
+                    "shape": ",".join(map(str, colour.shape)), "dtype": colour.dtype.str, "flat": flat,
+                    "alpha": b"" if alpha is None else np.ascontiguousarray(alpha).tobytes(),
+                    "exif": info.exif or b"", "icc": info.icc_profile or b""})
+    return _columns(out)
+
+
+def _image(pixels, shape, dtype):
+    return np.frombuffer(pixels, dtype=np.dtype(dtype)).reshape(tuple(int(v) for v in shape.split(",")))
+
+
+class _Compute:
+    """Compute actor: the pipeline built from its spec once; each Ray batch grouped by
+    shape and run through the command line's batch stage with padding (see the module
+    doc)."""
+
+    def __init__(self, spec, bucket, layout, key_data, batch_size):
+        import jax
+
+        from imgproc._pipeline import Pipeline
+        from imgproc.cli._runner import BatchStage
+
+        self.pipe = Pipeline.from_spec(spec, layout=layout, bucket=bucket)
+        key = None
+        if key_data is not None:
+            data, impl = key_data
+            key = jax.random.wrap_key_data(np.asarray(data), impl=impl)
+        self.stage = BatchStage(self.pipe, batch_size=batch_size, key=key, pad=True)
+
+    def __call__(self, batch):
+        from imgproc.cli._runner import Decoded
+
+        rows = _rows(batch)
+        out = {}
+        todo = []
+        for i, r in enumerate(rows):
+            if r["status"] != "ok":
+                out[i] = r
+                continue
+            colour = _image(r["pixels"], r["shape"], r["dtype"])
+            alpha = _image(r["alpha"], ",".join(map(str, colour.shape[:2])) + ",1", r["dtype"]) if len(r["alpha"]) else None
+            job = _job(r)
+            job.rel = str(i)  # where the row is in this batch
+            todo.append(Decoded(job, colour, alpha, bool(r["flat"]), None, []))
+        results = []
+        for d in todo:
+            results += self.stage.add(d)
+        results += self.stage.flush()
+        for res in results:
+            i = int(res.job.rel)
+            r = dict(rows[i])
+            if res.error is not None:
+                failed = _failed(r, res.error)
+                failed.pop("failed_path")
+                out[i] = {**r, **failed, "pixels": b"", "alpha": b""}
+                continue
+            image = np.ascontiguousarray(np.asarray(res.image))
+            out[i] = {**r, "pixels": image.tobytes(), "shape": ",".join(map(str, image.shape)), "dtype": image.dtype.str,
+                      "alpha": b""}
+        return _columns([out[i] for i in range(len(rows))])
+
+
+def _write(batch, *, opts):
+    """Write task: each result saved atomically by the command line's writer."""
+    from imgproc.cli._runner import Result, write_result
+
+    out = []
+    for r in _rows(batch):
+        row = {"src": r["src"], "dst": r["dst"], "status": r["status"], "reason": r["reason"], "code": int(r["code"]),
+               "warnings": r["warnings"], "failed_path": r["src"]}
+        if r["status"] == "ok":
+            info = _Info(r["exif"] or None, r["icc"] or None)
+            try:
+                write_result(Result(_job(r), _image(r["pixels"], r["shape"], r["dtype"]), info), opts)
+                row["status"] = "written"
+            except Exception as e:  # noqa: BLE001 - reported as the CLI reports it
+                row.update(_failed(r, e))
+        out.append(row)
+    return _columns(out)
+
+
+@dataclasses.dataclass
+class _Info:
+    exif: bytes | None
+    icc_profile: bytes | None
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors=None, cpus_per_actor=None,
+             gpus_per_actor=0.0, stop_point=None):
+    """Run ``pipeline`` over ``jobs`` (:class:`imgproc.cli._plan.Job`, already checked:
+    nothing to skip) on Ray, reporting each file to ``report`` (``error``, ``warning``,
+    ``ok``) as its result comes back. ``opts``: the command line's
+    :class:`~imgproc.cli._options.RunOptions` (batch size, quality, overwrite, strip,
+    pixel limit). ``stop_point()`` is called between result batches (it may raise
+    ``KeyboardInterrupt`` to end the run)."""
+    pipe = _pipeline(pipeline, bucket=getattr(pipeline, "bucket", True))
+    key_data = _key_data(pipe, key)
+    if not jobs:
+        return
+    ray = connect(address)
+    num_actors, cpus_per_actor = _resources(ray, num_actors, cpus_per_actor, gpus_per_actor)
+    import ray.data
+
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its INFO lines are not the report
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False  # the report says how the run goes
+    ctx.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S  # actors that cannot be placed: an error, not a hang
+    ctx.execution_options.preserve_order = False
+    rows = [{"src": str(j.src), "dst": str(j.dst), "index": int(j.index)} for j in jobs]
+    per_block = max(1, opts.batch_size)
+    ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // per_block)))
+    ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels, "allow_truncated": opts.allow_truncated},
+                        batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
+    with warnings.catch_warnings():
+        # max_restarts=0: a crashed actor fails the run instead of being restarted (else
+        # the core library prints a warning on fd 2 for every actor); Ray 2.5x marks
+        # passing remote options this way as deprecated, with no other way to set it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ds = ds.map_batches(_Compute, fn_constructor_args=(pipe.to_spec(), pipe.bucket, pipe.layout, key_data,
+                                                           opts.batch_size),
+                            batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=num_actors),
+                            num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None, batch_format="numpy",
+                            max_restarts=0)
+    ds = ds.map_batches(_write, fn_kwargs={"opts": opts}, batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        if stop_point is not None:
+            stop_point()
+        for r in _rows(batch):
+            for message in filter(None, str(r["warnings"]).split("\n")):
+                report.warning(r["src"], message)
+            if r["status"] == "written":
+                report.ok(path=r["src"])
+            else:
+                report.error(r["failed_path"], r["reason"], int(r["code"]))
+
+
+class _Table:
+    """A report that keeps one row per file: path, output, status, reason, exit code."""
+
+    def __init__(self, jobs):
+        self.output = {str(j.src): str(j.dst) for j in jobs}
+        self.dst_src = {str(j.dst): str(j.src) for j in jobs}
+        self.rows, self.warnings = [], {}
+        self.failed = 0
+
+    def _src(self, path):
+        return self.dst_src.get(str(path), str(path))
+
+    def error(self, path, reason, code):
+        self.failed += 1
+        src = self._src(path)
+        self.rows.append((src, self.output.get(src, ""), "failed", reason, code))
+
+    def warning(self, path, message):
+        self.warnings.setdefault(str(path), []).append(message)
+
+    def ok(self, skipped=False, path=None):
+        src = str(path)
+        self.rows.append((src, self.output.get(src, ""), "skipped" if skipped else "written", "", 0))
+
+    def frame(self):
+        import pandas as pd
+
+        table = pd.DataFrame(self.rows, columns=["path", "output", "status", "reason", "exit_code"])
+        table["warnings"] = ["; ".join(self.warnings.get(p, [])) for p in table["path"]]
+        return table.sort_values("path", ignore_index=True)
+
+
+def process(source, dest, spec, *, key=None, batch_size: int = 8, num_actors: int | None = None,
+            cpus_per_actor: float | None = None, gpus_per_actor: float = 0.0, overwrite: bool = False,
+            recursive: bool = False, out_format: str | None = None, quality: int = 95,
+            max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False, strip: bool = False,
+            bucket: bool = True, address: str | None = None):
+    """Run the pipeline ``spec`` over the images of ``source`` into the folder ``dest`` on
+    Ray Data; the per-file result table.
+
+    The same run as ``imgproc run SPEC SOURCE DEST`` (same output paths mirroring the
+    input tree, same bytes, same reasons; existing outputs skipped unless ``overwrite``),
+    spread over a Ray cluster (see the module doc for the stages and resources).
+
+    Args:
+        source: a folder (its image files, sorted by relative path; subfolders with
+            ``recursive``), a glob (``"photos/**/*.jpg"``), or a list of files.
+        dest: the output folder (created).
+        spec: an :class:`imgproc.Pipeline`, a spec list ``[{"op": ...}, ...]`` or its JSON
+            text; parsed before Ray starts (a bad spec raises ``ValueError`` at once).
+        key: ``jax.random.key(seed)`` (or an int seed) for a pipeline with random stages:
+            the file at position ``i`` of the sorted inputs gets ``fold_in(key, i)``, as
+            with ``imgproc run --seed``.
+        batch_size: images of one shape per pipeline call (partial batches padded to the
+            next power of two).
+        num_actors: compute actors; default: as many as the cluster's CPUs allow with
+            ``cpus_per_actor`` each and :data:`TASK_CPUS` left for read/write tasks.
+        cpus_per_actor: CPUs each actor asks for (default 1, less on a one-CPU cluster).
+        gpus_per_actor: GPUs each actor asks for (0: CPU actors).
+        overwrite: replace existing outputs (atomically); without it they are skipped.
+        recursive, out_format, quality, max_pixels, allow_truncated, strip: as the
+            command line's ``--recursive``, ``--format``, ``--quality``,
+            ``--max-pixels``, ``--allow-truncated``, ``--strip``.
+        bucket: compile per size bucket (:class:`imgproc.Pipeline`'s ``bucket``) when
+            ``spec`` is not already a pipeline.
+        address: the Ray cluster (``HOST:PORT``, ``ray://HOST:PORT``, ``"auto"``); None
+            uses an initialised Ray, ``RAY_ADDRESS``, or starts a local one.
+
+    Returns:
+        a ``pandas.DataFrame`` sorted by path, one row per input: ``path``, ``output``,
+        ``status`` (``"written"``, ``"skipped"`` (output exists) or ``"failed"``),
+        ``reason`` (the command line's, for failures), ``exit_code`` (the command line's
+        code for that failure, 0 otherwise), ``warnings``.
+
+    Raises:
+        ValueError: a bad spec, a random pipeline without ``key``, or resources that
+            would starve the read and write tasks.
+        UnavailableError: Ray not installed or the cluster unreachable.
+        InputError, OutputError: no images in ``source``; ``dest`` cannot be created.
+    """
+    from imgproc.cli._options import RunOptions
+    from imgproc.cli._plan import plan_folder
+    from imgproc.cli._runner import jobs_to_do
+
+    pipe = _pipeline(spec, bucket)
+    _key_data(pipe, key)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 1024:
+        raise ValueError(f"batch_size must be an integer from 1 to 1024; got {batch_size!r}")
+    inputs = tuple(str(s) for s in source) if isinstance(source, (list, tuple)) else (str(source),)
+    if out_format is not None and not str(out_format).startswith("."):
+        out_format = "." + str(out_format).lower()
+    opts = RunOptions(input=inputs[0], inputs=inputs, output=str(dest), quality=quality, overwrite=overwrite,
+                      recursive=recursive, out_format=out_format, max_pixels=max_pixels, allow_truncated=allow_truncated,
+                      strip=strip, batch_size=batch_size)
+    jobs = plan_folder(opts)
+    table = _Table(jobs)
+    todo = jobs_to_do(jobs, opts, table)
+    run_jobs(pipe, todo, opts, table, key=key, address=address, num_actors=num_actors, cpus_per_actor=cpus_per_actor,
+             gpus_per_actor=gpus_per_actor)
+    return table.frame()
