@@ -14,10 +14,8 @@ The ops are torchvision's ``_apply_image_or_video_transform`` definitions:
 * ``ShearX/ShearY(m)``: ``affine(shear=degrees(atan(m)), center=[0, 0])``;
   ``TranslateX/TranslateY(m)``: ``affine(translate=int(m))``; ``Rotate(m)``:
   ``rotate(m)`` degrees counter-clockwise about the centre. Nearest-neighbour sampling
-  (torchvision's default), pixels from outside filled with ``fill``. The warp is a small
-  private one (:func:`_affine_nearest`, torchvision's inverse affine matrix and its tensor
-  sampling grid); to be de-duplicated with the geometry family's ``affine`` once that is
-  on main.
+  (torchvision's default), pixels from outside filled with ``fill``: the geometry
+  family's warp (:func:`imgproc.augment._warp.affine_matrix` and ``warp``).
 * ``Brightness(m)``: ``clip(x * (1 + m))``; ``Color(m)``: blend with the luma ``0.2989 R +
   0.587 G + 0.114 B`` (floored on integer ranges) by ``1 + m``; ``Contrast(m)``: blend with
   the mean luma by ``1 + m``; ``Sharpness(m)``: :func:`imgproc.adjust_sharpness` by ``1 + m``.
@@ -43,6 +41,7 @@ from imgproc._types import callers_type
 from imgproc._validate import check_choice, check_int, check_number
 from imgproc.augment._choice import STRATEGIES, _IN_LOOP, _run_batch, resolve_strategy
 from imgproc.augment._common import back, hw
+from imgproc.augment._warp import affine_matrix, warp
 from imgproc.augment._intensity import (
     _autocontrast,
     _equalize_plane,
@@ -216,56 +215,26 @@ def _tables(space, num_bins):
 # --------------------------------------------------------------------------- the ops (HWC, float32)
 
 
-def inverse_affine_matrix(center, angle, translate, scale, shear):
-    """torchvision's ``_get_inverse_affine_matrix`` (traced angles, degrees): the 2x3 map
-    from output to input coordinates, as six scalars."""
-    rot = jnp.deg2rad(angle)
-    sx, sy = jnp.deg2rad(shear[0]), jnp.deg2rad(shear[1])
-    cx, cy = center
-    tx, ty = translate
-    a = jnp.cos(rot - sy) / jnp.cos(sy)
-    b = -jnp.cos(rot - sy) * jnp.tan(sx) / jnp.cos(sy) - jnp.sin(rot)
-    c = jnp.sin(rot - sy) / jnp.cos(sy)
-    d = -jnp.sin(rot - sy) * jnp.tan(sx) / jnp.cos(sy) + jnp.cos(rot)
-    m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
-    m[2] = m[2] + m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
-    m[5] = m[5] + m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
-    return m
-
-
-def _affine_nearest(x, matrix, fill):
-    """Warp an HWC image with torchvision's tensor sampling: output pixel centres in
-    centre-relative coordinates, mapped by ``matrix``, nearest input pixel (round half to
-    even, as ``grid_sample``), ``fill`` outside. Private to the policies (see the module
-    docstring)."""
+def _affine_nearest(x, fill, **transform):
+    """torchvision's ``F.affine(x, **transform, interpolation=NEAREST, fill=fill)`` on one
+    HWC image: :func:`imgproc.augment._warp.affine_matrix` sampled nearest (round half to
+    even, as ``grid_sample``), ``fill`` outside."""
     h, w = x.shape[0], x.shape[1]
-    ys = jnp.arange(h, dtype=jnp.float32)[:, None] + 0.5 - h * 0.5
-    xs = jnp.arange(w, dtype=jnp.float32)[None, :] + 0.5 - w * 0.5
-    xin = matrix[0] * xs + matrix[1] * ys + matrix[2] + w * 0.5 - 0.5
-    yin = matrix[3] * xs + matrix[4] * ys + matrix[5] + h * 0.5 - 0.5
-    ci, ri = jnp.round(xin).astype(jnp.int32), jnp.round(yin).astype(jnp.int32)
-    inside = (ci >= 0) & (ci < w) & (ri >= 0) & (ri < h)
-    out = x[jnp.clip(ri, 0, h - 1), jnp.clip(ci, 0, w - 1)]
-    return jnp.where(inside[..., None], out, jnp.asarray(fill, x.dtype))
+    return warp(x, affine_matrix(h, w, **transform), layout="HWC", interpolation="nearest", cval=fill)
 
 
 def _shear(x, mag, fill, axis):
-    h, w = x.shape[0], x.shape[1]
     deg = jnp.rad2deg(jnp.arctan(mag))
-    shear = (deg, 0.0) if axis == 0 else (0.0, deg)
-    m = inverse_affine_matrix((-w * 0.5, -h * 0.5), 0.0, (0.0, 0.0), 1.0, shear)  # center=[0, 0]
-    return _affine_nearest(x, m, fill)
+    return _affine_nearest(x, fill, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
 
 
 def _translate(x, mag, fill, axis):
     t = jnp.trunc(mag)  # int(magnitude)
-    m = inverse_affine_matrix((0.0, 0.0), 0.0, (t, 0.0) if axis == 0 else (0.0, t), 1.0, (0.0, 0.0))
-    return _affine_nearest(x, m, fill)
+    return _affine_nearest(x, fill, translate=(t, 0.0) if axis == 0 else (0.0, t))
 
 
 def _rotate(x, mag, fill):
-    m = inverse_affine_matrix((0.0, 0.0), -mag, (0.0, 0.0), 1.0, (0.0, 0.0))
-    return _affine_nearest(x, m, fill)
+    return _affine_nearest(x, fill, angle=-mag)  # F.rotate turns counter-clockwise, F.affine clockwise
 
 
 def _luma(x, m):

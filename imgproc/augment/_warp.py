@@ -38,11 +38,13 @@ def _translation(tx, ty):
     return jnp.stack([jnp.stack([one, zero, tx]), jnp.stack([zero, one, ty]), jnp.stack([zero, zero, one])])
 
 
-def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0)):
+def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), center=None):
     """The forward 3×3 matrix (pixel-index coordinates) of :func:`affine` on an (h, w)
     image: torchvision's ``_get_inverse_affine_matrix(center, angle, translate, scale,
-    shear)`` about the image centre, whose inverse ``F.affine`` samples with, moved from
-    torchvision's centred grid to pixel indices. Traced values allowed."""
+    shear)``, whose inverse ``F.affine`` samples with, moved from torchvision's centred grid
+    to pixel indices. ``center``: ``F.affine``'s ``center`` (x, y) in torchvision's pixel
+    coordinates, where pixel (0, 0) spans [0, 1]; default the image centre. Traced values
+    allowed."""
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
     # cos/sin exact at multiples of 90 degrees (a quarter turn keeps every pixel)
     cos_r, sin_r = _cos_sin_degrees(angle)
@@ -56,7 +58,8 @@ def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.
     d = -sin_rs * tan_sx / cos_sy + cos_r
     zero, one = jnp.zeros((), jnp.float32), jnp.ones((), jnp.float32)
     rss = f32(scale) * jnp.stack([jnp.stack([a, b, zero]), jnp.stack([c, d, zero]), jnp.stack([zero, zero, one / f32(scale)])])
-    cx, cy = (w - 1) / 2.0, (h - 1) / 2.0  # the centre of the image in pixel indices
+    # the centre in pixel indices (index i is the pixel centre i + 0.5 of torchvision's coordinates)
+    cx, cy = ((w - 1) / 2.0, (h - 1) / 2.0) if center is None else (center[0] - 0.5, center[1] - 0.5)
     to_centre = _translation(f32(-cx), f32(-cy))
     back_and_shift = _translation(f32(cx) + f32(translate[0]), f32(cy) + f32(translate[1]))
     return back_and_shift @ rss @ to_centre
