@@ -101,7 +101,9 @@ def test_one_program_under_jit_and_no_recompile():
     assert len(traces) == 1  # the second call (new key, images, indices) reuses the program
     assert isinstance(a["images"], jax.Array) and a["images"].dtype == np.float32
     assert not np.allclose(np.asarray(a["images"]), np.asarray(b["images"]))
-    eager = r(X, CLASSES, key=jax.random.key(0), indices=IDX, num_classes=8)  # split path + jitted mix
+    eager = r(X, CLASSES, key=jax.random.key(0), indices=IDX, num_classes=8)  # the recipe's own program
+    r(X, CLASSES, key=jax.random.key(1), indices=IDX + 8, num_classes=8)
+    assert r.trace_count == 2  # traced once in the caller's jit, once for concrete input: not again
     np.testing.assert_allclose(np.asarray(a["images"]), eager["images"], atol=1e-4)
     np.testing.assert_allclose(np.asarray(a["labels"]), eager["labels"], atol=1e-6)
 
@@ -224,3 +226,7 @@ def test_bad_calls_are_refused():
         recipes.detection_train((32, 32))(X, key=0, targets={"labels": np.zeros((8, 1))})
     with pytest.raises(ValueError, match="key"):
         r(X, CLASSES, key=None, num_classes=8)
+    bad = X.astype(np.float32) / 255
+    bad[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        r(bad, CLASSES, key=0, num_classes=8)
