@@ -231,19 +231,26 @@ def _mean_std(mean, std):
 
 
 def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1, mixup_alpha=0.2,
-                   cutmix_alpha=1.0, mean=IMAGENET_MEAN, std=IMAGENET_STD, strategy=None) -> Recipe:
+                   cutmix_alpha=1.0, mean=IMAGENET_MEAN, std=IMAGENET_STD, strategy=None, input_max=255.0) -> Recipe:
     """torchvision's ImageNet classification reference training recipe (``references/
     classification``, ``--auto-augment ta_wide --random-erase 0.1 --mixup-alpha 0.2
     --cutmix-alpha 1.0``, as in its "how to train state-of-the-art models" recipe).
 
     ``random_resized_crop(size, scale)`` -> ``random_flip_left_right(p=flip_p)`` ->
-    ``trivial_augment`` (TrivialAugmentWide, 31 bins) -> ``normalize(mean, std)`` (float32
-    out) -> ``random_erasing(p=random_erase)`` (after normalize, erased to 0, the mean, as
-    torchvision's ``RandomErasing`` after ``Normalize``) -> per image one of MixUp(
-    ``mixup_alpha``) / CutMix(``cutmix_alpha``) on images and labels (an alpha of 0 leaves
-    that op out; both 0: no mix). uint8 ``(B, H, W, 3)`` in, float32 ``(B, size, size, 3)``
-    and float32 one-hot ``(B, K)`` labels out. ``strategy``: trivial_augment's batch
-    strategy (None: the backend's default, ``"map"`` on CPU).
+    ``trivial_augment`` (TrivialAugmentWide, 31 bins) -> ``random_erasing(p=random_erase)``
+    -> ``normalize(mean, std)`` (float32 out) -> per image one of MixUp(``mixup_alpha``) /
+    CutMix(``cutmix_alpha``) on images and labels (an alpha of 0 leaves that op out; both 0:
+    no mix). uint8 ``(B, H, W, 3)`` in, float32 ``(B, size, size, 3)`` and float32 one-hot
+    ``(B, K)`` labels out. ``strategy``: trivial_augment's batch strategy (None: the
+    backend's default, ``"map"`` on CPU).
+
+    Erasing: torchvision erases to 0 after ``Normalize``, i.e. to the mean. Here the box is
+    filled with ``mean * input_max`` before ``normalize``, which ``normalize`` maps to 0 (up
+    to float rounding): the same pixels, and the erasing runs in the same per-image loop as
+    the crop, flip and TrivialAugment (measured: one loop fewer, about half the time of
+    erasing after normalize on the 2-core CPU). ``input_max`` is the range of the images
+    the recipe is called with: 255 for uint8 (default), 65535 for uint16, 1.0 for float
+    images in [0, 1].
 
     Example:
         >>> import numpy as np, imgproc
@@ -255,6 +262,7 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
     size = _size("size", size)
     check_number("flip_p", flip_p, low=0, high=1)
     check_number("random_erase", random_erase, low=0, high=1)
+    check_number("input_max", input_max, low=0, low_open=True)
     mean, std = _mean_std(mean, std)
     ta = {"op": "trivial_augment"}
     if strategy is not None:
@@ -263,10 +271,11 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
         {"op": "random_resized_crop", "size": size, "scale": [float(s) for s in scale]},
         {"op": "random_flip_left_right", "p": float(flip_p)},
         ta,
-        {"op": "normalize", "mean": mean, "std": std},
     ]
     if random_erase > 0:
-        pipeline.append({"op": "random_erasing", "p": float(random_erase), "value": 0.0})
+        pipeline.append({"op": "random_erasing", "p": float(random_erase),
+                         "value": [m * float(input_max) for m in mean]})
+    pipeline.append({"op": "normalize", "mean": mean, "std": std})
     return Recipe({"name": "imagenet_train", "pipeline": pipeline, "mix": _mix_spec(mixup_alpha, cutmix_alpha),
                    "targets": []})
 

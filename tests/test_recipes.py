@@ -54,6 +54,23 @@ def test_imagenet_train_shapes_labels_and_strategies_agree(strategy):
     np.testing.assert_allclose(y, reference["labels"], atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype, input_max", [(np.uint8, 255.0), (np.float32, 1.0)])
+def test_erased_boxes_are_zero_after_normalize_as_torchvision(dtype, input_max):
+    """torchvision erases to 0 after Normalize; the recipe fills the mean before it."""
+    r = _train(random_erase=1.0, mixup_alpha=0.0, cutmix_alpha=0.0, input_max=input_max, scale=(1.0, 1.0))
+    x = X.astype(dtype) if dtype == np.uint8 else X.astype(dtype) / 255
+    spec = r.to_spec()["pipeline"]
+    assert [s["op"] for s in spec][-2:] == ["random_erasing", "normalize"]
+    pipe = imgproc.Pipeline(spec)
+    y, params = pipe(x, key=2, return_params=True)
+    erasing = params[3]
+    for i in range(8):
+        t, l, h, w = (int(erasing[k][i]) for k in ("top", "left", "height", "width"))
+        assert erasing["erase"][i] and h * w > 0
+        np.testing.assert_allclose(y[i, t:t + h, l:l + w], 0.0, atol=1e-6)
+        assert np.abs(y[i]).max() > 0.5  # the rest is not erased
+
+
 def test_imagenet_train_one_hot_labels_equal_integer_labels():
     r = _train()
     a = r(X, CLASSES, key=1, indices=IDX, num_classes=8)
