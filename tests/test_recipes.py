@@ -165,11 +165,12 @@ def test_detection_boxes_and_masks_stay_on_the_object():
     recipe with both, and check the box, the mask and the object coincide within a pixel."""
     images, boxes, masks = _scene(np.random.default_rng(0), 12, 48, 64)
     r = recipes.detection_train((40, 40), cval=0.0)
-    out = r(images, key=11, indices=np.arange(12), targets={"boxes": boxes, "masks": masks})
+    centres = (boxes[:, :, :2] + boxes[:, :, 2:]) / 2  # a keypoint at each box's centre
+    out = r(images, key=11, indices=np.arange(12), targets={"boxes": boxes, "masks": masks, "keypoints": centres})
     y, t = out["images"], out["targets"]
     assert y.shape == (12, 40, 40, 3) and y.dtype == np.uint8
     assert t["boxes"].shape == (12, 1, 4) and t["masks"].shape == (12, 40, 40) and t["box_valid"].shape == (12, 1)
-    checked = 0
+    checked = centred = 0
     for i in range(12):
         if not t["box_valid"][i, 0]:
             assert t["masks"][i].sum() < 2  # a dropped box had (almost) nothing left in view
@@ -179,8 +180,11 @@ def test_detection_boxes_and_masks_stay_on_the_object():
         box = t["boxes"][i, 0].astype(np.float64)
         np.testing.assert_allclose(_extent(t["masks"][i] > 0), box, atol=1.0, err_msg=f"mask vs box, image {i}")
         np.testing.assert_allclose(_extent(obj), box, atol=1.0, err_msg=f"image vs box, image {i}")
+        if t["keypoint_valid"][i, 0] and np.all(box[:2] > 0) and np.all(box[2:] < 40):  # the box was not cut
+            np.testing.assert_allclose(t["keypoints"][i, 0], (box[:2] + box[2:]) / 2, atol=1e-3)
+            centred += 1
         checked += 1
-    assert checked >= 8
+    assert checked >= 8 and centred >= 3
     flipped_or_moved = np.abs(t["boxes"][:, 0] - boxes[:, 0] * 40 / 64).max()
     assert flipped_or_moved > 2  # the draws did move the boxes
 
