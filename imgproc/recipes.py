@@ -28,7 +28,8 @@ are traced, so a new key or batch of the same shape does not recompile. Measured
 2-core CPU (128 images of 224x224, ImageNet training recipe): one program 236 ms a batch;
 the pipeline's per-core split path (:mod:`imgproc._execution`) followed by a separately
 jitted mix 296 ms (the split pipeline alone 254 ms, the mix alone 84 ms: in one program the
-mix fuses into the pipeline's last stage). A recipe without a mix is its pipeline's call
+mix fuses into the pipeline's last stage); 64 images at a lighter load: 66 against 74 ms.
+A recipe without a mix is its pipeline's call
 (its fast CPU path, one program per slice), with targets too.
 
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
@@ -49,7 +50,7 @@ import numpy as np
 from imgproc._checks import check_image
 from imgproc._pipeline import Pipeline
 from imgproc._types import callers_type
-from imgproc._validate import _is_int, check_choice, check_key, check_number, check_size_pair, is_traced
+from imgproc._validate import _is_int, check_choice, check_key, check_number, check_range, check_size_pair, is_traced
 from imgproc.augment._mix import _parse_spec, mix_batch
 from imgproc.augment._targets import TARGET_KEYS
 
@@ -121,7 +122,8 @@ class Recipe:
 
     def to_spec(self) -> dict:
         """The JSON-able spec: ``Recipe.from_spec(r.to_spec())`` builds the same recipe."""
-        spec = {"name": self.name, "pipeline": self.pipeline.to_spec(), "mix": self.mix, "targets": list(self.targets)}
+        mix = None if self.mix is None else [dict(m) for m in self.mix]
+        spec = {"name": self.name, "pipeline": self.pipeline.to_spec(), "mix": mix, "targets": list(self.targets)}
         if self.targets:
             spec["min_box_area"] = self.min_box_area
         return spec
@@ -131,6 +133,13 @@ class Recipe:
 
     def __repr__(self):
         return f"Recipe({self.to_spec()!r})"
+
+    def __getstate__(self):
+        """A recipe pickles as its spec (worker processes build and compile it again)."""
+        return {"spec": self.to_spec()}
+
+    def __setstate__(self, state):
+        self.__init__(state["spec"])
 
     def output_dtype(self, dtype):
         """The dtype of ``"images"`` for input of ``dtype`` (float32 after ``normalize``)."""
@@ -227,7 +236,17 @@ def _mix_spec(mixup_alpha, cutmix_alpha):
 
 
 def _mean_std(mean, std):
-    return [float(m) for m in mean], [float(s) for s in std]
+    """Per-channel mean and std (finite, std > 0, as many of each) as lists of floats."""
+    try:
+        mean, std = [float(m) for m in mean], [float(s) for s in std]
+    except (TypeError, ValueError):
+        raise ValueError(f"mean and std must be sequences of numbers (one per channel); got {mean!r}, {std!r}") from None
+    for i, (m, s) in enumerate(zip(mean, std)):
+        check_number(f"mean[{i}]", m)
+        check_number(f"std[{i}]", s, low=0, low_open=True)
+    if len(mean) != len(std) or not mean:
+        raise ValueError(f"mean and std need one value per channel, as many of each; got {len(mean)} and {len(std)}")
+    return mean, std
 
 
 def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1, mixup_alpha=0.2,
@@ -260,6 +279,8 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
         ((4, 16, 16, 3), dtype('float32'), (4, 10))
     """
     size = _size("size", size)
+    check_range("scale", scale, low=0)
+    check_number("scale[0]", scale[0], low=0, low_open=True)
     check_number("flip_p", flip_p, low=0, high=1)
     check_number("random_erase", random_erase, low=0, high=1)
     check_number("input_max", input_max, low=0, low_open=True)
@@ -329,7 +350,15 @@ def detection_train(size=(640, 640), *, scale=(0.5, 1.5), flip_p=0.5, brightness
         ((1, 32, 32, 3), (1, 1, 4))
     """
     size = _size("size", size)
+    check_range("scale", scale, low=0)
+    check_number("scale[0]", scale[0], low=0, low_open=True)
     check_number("flip_p", flip_p, low=0, high=1)
+    check_number("brightness", brightness, low=0, high=1)
+    check_range("contrast", contrast, low=0)
+    check_range("saturation", saturation, low=0)
+    check_number("hue", hue, low=0, high=0.5)
+    check_number("cval", cval)
+    check_number("min_box_area", min_box_area, low=0)
     pipeline = [
         {"op": "letterbox", "size": size, "cval": float(cval)},
         {"op": "random_resize", "size": size, "scale": [float(s) for s in scale], "cval": float(cval)},
