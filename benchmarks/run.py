@@ -8,6 +8,7 @@ from benchmarks/gpu.py). All timing goes through benchmarks/harness.py.
     python benchmarks/run.py                           # everything
     python benchmarks/run.py --quick --out /tmp/r.md   # fewer repeats, smaller inputs: checks it runs
     python benchmarks/run.py --only filters,augment
+    python benchmarks/run.py --only recipes          # the ImageNet training recipe
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import augment  # noqa: E402
 import folder  # noqa: E402
+import recipes  # noqa: E402
 from harness import Case, Group, Target, load, print_group, save, tables, targets_table, time_group  # noqa: E402
 
 
@@ -230,6 +232,10 @@ TARGETS = [
            name="albumentations", baseline="imgproc_map", at_least=3.0),
     Target("Augment (default strategy on CPU, map): ≥ 10× augmax's images/s", group="augment",
            name="augmax", baseline="imgproc_map", at_least=10, fmt="{:.1f}×"),
+    Target("ImageNet training recipe (default strategy), float32 out: ≥ 2× albumentations' images/s",
+           group="recipes", name="albumentations", baseline="imgproc_default", at_least=2.0),
+    Target("ImageNet training recipe (default strategy), float32 out: ≥ 10× augmax's images/s", group="recipes",
+           name="augmax", baseline="imgproc_default", at_least=10, fmt="{:.1f}×"),
     _gpu_bandwidth(1, 0.8),
     _gpu_bandwidth(3, 0.6),
 ]
@@ -272,7 +278,7 @@ def write_results(groups, rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
-    parser.add_argument("--only", default="filters,command,augment,folder,denoise")
+    parser.add_argument("--only", default="filters,command,augment,recipes,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -289,6 +295,7 @@ def main():
         "reuse": lambda: reuse_host_memory_benchmarks(args.quick),
         "command": lambda: command_benchmark(args.quick),
         "augment": lambda: augment.run(args.quick),
+        "recipes": lambda: recipes.run(args.quick),
         "folder": lambda: folder.run(args.quick),
     }
     for name, bench in benchmarks.items():

@@ -14,7 +14,7 @@ from imgproc._io import decode_image, encode_image, load_image, save_image
 from imgproc._pipeline import Pipeline
 from imgproc._stages import KEEPS_TARGETS, LoweringHints, TargetRule, register_op, registered_ops
 from imgproc._validate import DTYPES, LAYOUTS, METHODS, MODES
-from imgproc import augment, presets
+from imgproc import augment, presets, recipes
 from imgproc.augment import *  # noqa: F401,F403 - flat namespace: imgproc.random_hue, ...
 from imgproc.errors import (ImgprocError, InputError, InvalidImageError, LayoutWarning, OutputError, UnavailableError,
                             WriteError)
@@ -62,6 +62,7 @@ __all__ = [
     "kernels",
     "load_image",
     "presets",
+    "recipes",
     "psnr",
     "ssim",
     "register_op",
