@@ -5,27 +5,32 @@
 folder on a Ray cluster, with the command line's rules: the same outputs (``imgproc
 denoise IN OUT --engine ray`` writes the same bytes as ``imgproc denoise IN OUT``), the
 same output paths, the same reasons for bad files, existing outputs skipped unless
-``overwrite``. The dataset has three stages:
+``overwrite``. The dataset has two stages:
 
-1. **read** (Ray tasks, :data:`TASK_CPUS` CPU each): a file's bytes
-   (:func:`imgproc._loader.read_file_bytes`), decoded with the public codec
-   (:func:`imgproc.decode_image`, the loader's defences and metadata rules);
+1. **read** (Ray tasks, :data:`TASK_CPUS` CPU each): each file's bytes
+   (:func:`imgproc._loader.read_file_bytes`: the size limit applies before reading);
 2. **compute** (a pool of ``num_actors`` callable-class actors): each builds the pipeline
-   from its spec once, groups the decoded images by shape, pads a partial group to the
-   next power of two (at most ``batch_size``: a few compiled programs per size bucket,
-   none per batch) and runs it; image ``i`` of a random pipeline gets ``fold_in(key,
-   index)`` with the index of its path in the sorted inputs (the command line's
-   ``Job.index``), so outputs depend neither on the number of actors nor on how Ray
-   batches rows;
-3. **write** (Ray tasks): encoded and written atomically by the command line's writer
-   (:func:`imgproc.cli._runner.write_result`).
+   from its spec once; for a block of files it decodes the bytes with the public codec
+   (:func:`imgproc.decode_image`, the loader's defences and metadata rules) in a thread
+   pool, groups the images by shape, pads a partial group to the next power of two (at
+   most ``batch_size``: a few compiled programs per size bucket, none per batch), runs
+   it, and encodes and writes the results atomically with the command line's writer
+   (:func:`imgproc.cli._runner.write_result`) in the same thread pool. Image ``i`` of a
+   random pipeline gets ``fold_in(key, index)`` with the index of its path in the sorted
+   inputs (the command line's ``Job.index``), so outputs depend neither on the number of
+   actors nor on how Ray batches rows.
+
+Only file bytes and one status row per file travel through Ray's object store: decoded
+images stay in the actor that decodes them (moving 6 MB arrays between a decode task, an
+actor and a write task made a run of 1,000 1080p photos 1.7× slower than the command
+line; benchmarks/NOTES.md).
 
 A file that fails at any stage becomes a row of the result table (``path``, ``status``
 ``"failed"``, ``reason``, ``exit_code``) instead of failing the dataset.
 
-Resources: actors take ``cpus_per_actor`` CPUs each and read/write tasks
-:data:`TASK_CPUS`; ``num_actors * cpus_per_actor`` must leave at least
-:data:`TASK_CPUS` of the cluster's CPUs free, so read and write tasks can always be
+Resources: actors take ``cpus_per_actor`` CPUs each and read tasks :data:`TASK_CPUS`;
+``num_actors * cpus_per_actor`` must leave at least :data:`TASK_CPUS` of the cluster's
+CPUs free, so read tasks can always be
 scheduled (two one-CPU actors on a two-core machine would starve the reads and hang
 silently; that is refused, naming the limit). Ray Data's ``wait_for_min_actors_s`` is set
 (:data:`ACTOR_START_TIMEOUT_S`), so actors that cannot be placed raise instead of
@@ -41,7 +46,6 @@ Example (starts a local Ray cluster)::
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import socket
@@ -60,8 +64,6 @@ TASK_CPUS = 0.5  # CPUs a read or write task asks for
 ACTOR_START_TIMEOUT_S = 300  # Ray Data raises when the actor pool cannot start within this
 CONNECT_TIMEOUT_S = 5.0
 INSTALL_HINT = 'not installed; pip install "imgproc-jax[ray]"'
-_COLUMNS = ("src", "dst", "index", "status", "reason", "code", "warnings", "pixels", "shape", "dtype", "flat", "alpha",
-            "exif", "icc")
 
 
 def _ray():
@@ -188,7 +190,7 @@ def _resources(ray, num_actors, cpus_per_actor, gpus_per_actor):
 
 def _row(src, dst, index, **fields):
     row = {"src": src, "dst": dst, "index": index, "status": "ok", "reason": "", "code": 0, "warnings": "",
-           "pixels": b"", "shape": "", "dtype": "", "flat": False, "alpha": b"", "exif": b"", "icc": b""}
+           "failed_path": "", "data": b""}
     row.update(fields)
     return row
 
@@ -217,44 +219,29 @@ def _columns(rows):
             for k in rows[0]} if rows else {}
 
 
-def _read(batch, *, max_pixels, allow_truncated):
-    """Read task: each file's bytes, decoded with the public codec (colour and alpha
-    split as the command line splits them)."""
-    from imgproc._io import decode_image
+def _read(batch, *, max_pixels):
+    """Read task: each file's bytes (a file too large for ``max_pixels`` is refused unread)."""
     from imgproc._loader import read_file_bytes
-    from imgproc.cli._runner import split_alpha
 
     out = []
     for r in _rows(batch):
-        notes = []
         row = _row(r["src"], r["dst"], int(r["index"]))
         try:
-            data = read_file_bytes(r["src"], max_pixels=max_pixels)
-            arr, info = decode_image(data, max_pixels=max_pixels, allow_truncated=allow_truncated, name=r["src"],
-                                     return_info=True, warn=lambda path, message: notes.append(message))
+            row["data"] = read_file_bytes(r["src"], max_pixels=max_pixels)
         except Exception as e:  # noqa: BLE001 - every failure becomes a row, as the CLI reports it
-            failed = _failed(row, e)
-            failed.pop("failed_path")
-            out.append({**row, **failed})
-            continue
-        colour, alpha, flat = split_alpha(arr)
-        out.append({**row, "warnings": "\n".join(notes), "pixels": np.ascontiguousarray(colour).tobytes(),
-                    "shape": ",".join(map(str, colour.shape)), "dtype": colour.dtype.str, "flat": flat,
-                    "alpha": b"" if alpha is None else np.ascontiguousarray(alpha).tobytes(),
-                    "exif": info.exif or b"", "icc": info.icc_profile or b""})
+            row.update(_failed(row, e))
+        out.append(row)
     return _columns(out)
 
 
-def _image(pixels, shape, dtype):
-    return np.frombuffer(pixels, dtype=np.dtype(dtype)).reshape(tuple(int(v) for v in shape.split(",")))
-
-
 class _Compute:
-    """Compute actor: the pipeline built from its spec once; each Ray batch grouped by
-    shape and run through the command line's batch stage with padding (see the module
-    doc)."""
+    """Compute actor: the pipeline built from its spec once; each Ray batch of file bytes
+    decoded, grouped by shape and run through the command line's batch stage with padding,
+    then written (see the module doc). Returns one status row per file."""
 
-    def __init__(self, spec, bucket, layout, key_data, batch_size):
+    def __init__(self, spec, bucket, layout, key_data, opts, workers):
+        import concurrent.futures as cf
+
         import jax
 
         from imgproc._pipeline import Pipeline
@@ -265,64 +252,58 @@ class _Compute:
         if key_data is not None:
             data, impl = key_data
             key = jax.random.wrap_key_data(np.asarray(data), impl=impl)
-        self.stage = BatchStage(self.pipe, batch_size=batch_size, key=key, pad=True)
+        self.opts = opts
+        self.stage = BatchStage(self.pipe, batch_size=opts.batch_size, key=key, pad=True)
+        self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-ray")
+
+    def _decode(self, i, row):
+        from imgproc._io import decode_image
+        from imgproc.cli._runner import Decoded, split_alpha
+
+        notes = []
+        arr, info = decode_image(row["data"], max_pixels=self.opts.max_pixels,
+                                 allow_truncated=self.opts.allow_truncated, name=row["src"], return_info=True,
+                                 warn=lambda path, message: notes.append(message))
+        job = _job(row)
+        job.rel = str(i)  # where the row is in this batch
+        return Decoded(job, *split_alpha(arr), info, notes)
 
     def __call__(self, batch):
-        from imgproc.cli._runner import Decoded
+        from imgproc.cli._runner import write_result
 
         rows = _rows(batch)
-        out = {}
-        todo = []
-        for i, r in enumerate(rows):
-            if r["status"] != "ok":
-                out[i] = r
-                continue
-            colour = _image(r["pixels"], r["shape"], r["dtype"])
-            alpha = _image(r["alpha"], ",".join(map(str, colour.shape[:2])) + ",1", r["dtype"]) if len(r["alpha"]) else None
-            job = _job(r)
-            job.rel = str(i)  # where the row is in this batch
-            todo.append(Decoded(job, colour, alpha, bool(r["flat"]), None, []))
+        out = [_status(r) for r in rows]
+        decoding = {i: self.pool.submit(self._decode, i, r) for i, r in enumerate(rows) if r["status"] == "ok"}
         results = []
-        for d in todo:
-            results += self.stage.add(d)
+        for i, fut in decoding.items():
+            try:
+                decoded = fut.result()
+            except Exception as e:  # noqa: BLE001 - reported as the CLI reports it
+                out[i].update(_failed(rows[i], e))
+                continue
+            out[i]["warnings"] = "\n".join(decoded.warnings)
+            results += self.stage.add(decoded)
         results += self.stage.flush()
+        writing = {}
         for res in results:
             i = int(res.job.rel)
-            r = dict(rows[i])
             if res.error is not None:
-                failed = _failed(r, res.error)
-                failed.pop("failed_path")
-                out[i] = {**r, **failed, "pixels": b"", "alpha": b""}
-                continue
-            image = np.ascontiguousarray(np.asarray(res.image))
-            out[i] = {**r, "pixels": image.tobytes(), "shape": ",".join(map(str, image.shape)), "dtype": image.dtype.str,
-                      "alpha": b""}
-        return _columns([out[i] for i in range(len(rows))])
-
-
-def _write(batch, *, opts):
-    """Write task: each result saved atomically by the command line's writer."""
-    from imgproc.cli._runner import Result, write_result
-
-    out = []
-    for r in _rows(batch):
-        row = {"src": r["src"], "dst": r["dst"], "status": r["status"], "reason": r["reason"], "code": int(r["code"]),
-               "warnings": r["warnings"], "failed_path": r["src"]}
-        if r["status"] == "ok":
-            info = _Info(r["exif"] or None, r["icc"] or None)
+                out[i].update(_failed(rows[i], res.error))
+            else:
+                writing[i] = self.pool.submit(write_result, res, self.opts)
+        for i, fut in writing.items():
             try:
-                write_result(Result(_job(r), _image(r["pixels"], r["shape"], r["dtype"]), info), opts)
-                row["status"] = "written"
+                fut.result()
+                out[i]["status"] = "written"
             except Exception as e:  # noqa: BLE001 - reported as the CLI reports it
-                row.update(_failed(r, e))
-        out.append(row)
-    return _columns(out)
+                out[i].update(_failed(rows[i], e))
+        return _columns(out)
 
 
-@dataclasses.dataclass
-class _Info:
-    exif: bytes | None
-    icc_profile: bytes | None
+def _status(row):
+    """The result row of a file (``failed_path``: where an error is reported)."""
+    return {"src": row["src"], "dst": row["dst"], "status": row["status"], "reason": row["reason"],
+            "code": int(row["code"]), "warnings": row["warnings"], "failed_path": row["failed_path"] or row["src"]}
 
 
 # --------------------------------------------------------------------------- driver
@@ -352,19 +333,19 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
     rows = [{"src": str(j.src), "dst": str(j.dst), "index": int(j.index)} for j in jobs]
     per_block = max(1, opts.batch_size)
     ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // per_block)))
-    ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels, "allow_truncated": opts.allow_truncated},
+    ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels},
                         batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
     with warnings.catch_warnings():
         # max_restarts=0: a crashed actor fails the run instead of being restarted (else
         # the core library prints a warning on fd 2 for every actor); Ray 2.5x marks
         # passing remote options this way as deprecated, with no other way to set it
         warnings.simplefilter("ignore", DeprecationWarning)
-        ds = ds.map_batches(_Compute, fn_constructor_args=(pipe.to_spec(), pipe.bucket, pipe.layout, key_data,
-                                                           opts.batch_size),
+        workers = opts.workers or min(8, (os.cpu_count() or 2) + 2)  # decode/encode threads, as the CLI's
+        ds = ds.map_batches(_Compute, fn_constructor_args=(pipe.to_spec(), pipe.bucket, pipe.layout, key_data, opts,
+                                                           workers),
                             batch_size=opts.batch_size, compute=ray.data.ActorPoolStrategy(size=num_actors),
                             num_cpus=cpus_per_actor, num_gpus=gpus_per_actor or None, batch_format="numpy",
                             max_restarts=0)
-    ds = ds.map_batches(_write, fn_kwargs={"opts": opts}, batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         if stop_point is not None:
             stop_point()
