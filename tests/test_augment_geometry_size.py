@@ -269,29 +269,9 @@ def test_bad_arguments_raise(call, match):
 
 # --------------------------------------------------------------------------- warps
 
-import math  # noqa: E402
 
 import scipy.ndimage as ndi  # noqa: E402
-
-
-def tv_inverse_affine_matrix(center, angle, translate, scale, shear):
-    """torchvision.transforms.functional._get_inverse_affine_matrix(..., inverted=True), verbatim math."""
-    rot = math.radians(angle)
-    sx = math.radians(shear[0])
-    sy = math.radians(shear[1])
-    cx, cy = center
-    tx, ty = translate
-    a = math.cos(rot - sy) / math.cos(sy)
-    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
-    c = math.sin(rot - sy) / math.cos(sy)
-    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
-    matrix = [d, -b, 0.0, -c, a, 0.0]
-    matrix = [x / scale for x in matrix]
-    matrix[2] += matrix[0] * (-cx - tx) + matrix[1] * (-cy - ty)
-    matrix[5] += matrix[3] * (-cx - tx) + matrix[4] * (-cy - ty)
-    matrix[2] += cx
-    matrix[5] += cy
-    return matrix
+from torchvision_reference import inverse_affine_matrix as tv_inverse_affine_matrix  # noqa: E402
 
 
 def tv_affine_source(h, w, angle, translate, scale, shear):

@@ -19,6 +19,7 @@ from PIL import Image
 
 import imgproc
 from imgproc.augment import _policies as P
+from torchvision_reference import inverse_affine_matrix as _tv_inverse_affine
 
 STRATEGIES = ("select", "map", "group")
 RNG = np.random.default_rng(7)
@@ -67,22 +68,6 @@ def test_published_tables():
 def _pil_affine(x, matrix, fill=0):
     h, w = x.shape[:2]
     return np.asarray(Image.fromarray(x).transform((w, h), Image.AFFINE, tuple(matrix), Image.NEAREST, fillcolor=fill))
-
-
-def _tv_inverse_affine(center, angle, translate, scale, shear):
-    """torchvision's ``_get_inverse_affine_matrix`` in float64."""
-    rot = math.radians(angle)
-    sx, sy = math.radians(shear[0]), math.radians(shear[1])
-    cx, cy = center
-    tx, ty = translate
-    a = math.cos(rot - sy) / math.cos(sy)
-    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
-    c = math.sin(rot - sy) / math.cos(sy)
-    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
-    m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
-    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
-    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
-    return m
 
 
 def _matrix(name, mag, h, w):
