@@ -63,6 +63,7 @@ __all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "initialized", "proc
 TASK_CPUS = 0.5  # CPUs a read or write task asks for
 ACTOR_START_TIMEOUT_S = 300  # Ray Data raises when the actor pool cannot start within this
 CONNECT_TIMEOUT_S = 5.0
+READ_BLOCK_FILES = 32  # files a read task reads (each task costs Ray tens of milliseconds to schedule)
 INSTALL_HINT = 'not installed; pip install "imgproc-jax[ray]"'
 
 
@@ -164,10 +165,13 @@ def _key_data(pipe, key):
 
 def _resources(ray, num_actors, cpus_per_actor, gpus_per_actor):
     """``(num_actors, cpus_per_actor)`` checked against the cluster: the actors leave
-    :data:`TASK_CPUS` free for the read and write tasks."""
+    :data:`TASK_CPUS` free for the read tasks."""
     total = float(ray.cluster_resources().get("CPU", 1))
     if cpus_per_actor is None:
-        cpus_per_actor = min(1.0, max(total - TASK_CPUS, 0.25))
+        # at least two actors: while one decodes and writes its block, the other computes
+        # (on 2 CPUs two actors of 0.75 CPU; benchmarks/NOTES.md, "Ray Data")
+        free = max(total - TASK_CPUS, 0.5)
+        cpus_per_actor = min(1.0, free / (num_actors or max(2, int(free))))
     if not cpus_per_actor > 0:
         raise ValueError(f"cpus_per_actor must be > 0; got {cpus_per_actor!r}")
     most = int((total - TASK_CPUS) // cpus_per_actor)
@@ -331,8 +335,11 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
     ctx.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S  # actors that cannot be placed: an error, not a hang
     ctx.execution_options.preserve_order = False
     rows = [{"src": str(j.src), "dst": str(j.dst), "index": int(j.index)} for j in jobs]
-    per_block = max(1, opts.batch_size)
-    ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // per_block)))
+    # read tasks of READ_BLOCK_FILES files (fewer, larger tasks), but at least two blocks per
+    # actor where the folder has that many batches, so that every actor gets work
+    n = len(rows)
+    blocks = max(-(-n // READ_BLOCK_FILES), min(-(-n // max(1, opts.batch_size)), 2 * num_actors))
+    ds = ray.data.from_items(rows, override_num_blocks=blocks)
     ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels},
                         batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
     with warnings.catch_warnings():
