@@ -25,16 +25,17 @@ from harness import Case, Group, print_group, time_group
 N, W, H = 200, 1920, 1080
 
 
-def make_inputs(folder: Path, n=N):
+def make_inputs(folder: Path, n=N, w=W, h=H):
+    """``n`` noisy JPEGs of ``w``x``h`` (the cat resized, uniform noise of ±12, quality 90)."""
     import cv2
     from skimage import data
 
-    base = cv2.resize(data.chelsea(), (W, H), interpolation=cv2.INTER_CUBIC)
+    base = cv2.resize(data.chelsea(), (w, h), interpolation=cv2.INTER_CUBIC)
     rng = np.random.default_rng(0)
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         img = np.clip(base.astype(np.int16) + rng.integers(-12, 12, base.shape, dtype=np.int16), 0, 255).astype(np.uint8)
-        cv2.imwrite(str(folder / f"img{i:03d}.jpg"), img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 90])
+        cv2.imwrite(str(folder / f"img{i:04d}.jpg"), img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 90])
 
 
 def opencv_script(src: Path, dst: Path, workers: int):

@@ -20,23 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 
+from folder import make_inputs  # the same generated photos as the folder benchmark
 from harness import Case, Group, print_group, time_group
 
 WARM_UP = 16  # images of the warm-up job (fills imgproc's compilation cache, starts nothing else)
-
-
-def make_inputs(folder: Path, n: int, w: int, h: int):
-    import cv2
-    from skimage import data
-
-    base = cv2.resize(data.chelsea(), (w, h), interpolation=cv2.INTER_CUBIC)
-    rng = np.random.default_rng(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        img = np.clip(base.astype(np.int16) + rng.integers(-12, 12, base.shape, dtype=np.int16), 0, 255).astype(np.uint8)
-        cv2.imwrite(str(folder / f"img{i:04d}.jpg"), img[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 90])
 
 
 def run(n: int, w: int, h: int, repeats: int, engines=("cli", "shards2", "ray", "ray_nice0")):
