@@ -175,6 +175,71 @@ def test_resized_crop_identity_and_plain_crop():
     assert y.shape == (5, 6, 3) and x.min() - 1e-5 <= y.min() and y.max() <= x.max() + 1e-5
 
 
+# (image h, w), box (top, left, height, width), output size: shrinking (2 to 4 taps),
+# enlarging, 1:1, fractional boxes, one output row, a box reaching the image's edges
+RESIZED_CROP_CASES = [
+    ((40, 50), (3.3, 4.1, 20.5, 31.2), (17, 23)),
+    ((40, 50), (0.0, 0.0, 40.0, 50.0), (9, 11)),
+    ((40, 50), (10.7, 2.2, 7.5, 9.9), (30, 28)),
+    ((37, 41), (0.0, 0.0, 37.0, 41.0), (37, 41)),
+    ((24, 24), (5.5, 0.25, 18.5, 23.75), (1, 24)),
+    ((30, 20), (1.0, 2.0, 29.0, 18.0), (12, 7)),
+]
+
+
+@pytest.mark.parametrize("hw, box, size", RESIZED_CROP_CASES)
+def test_resized_crop_matches_pillow(hw, box, size):
+    """Pillow's bilinear ``resize(size, box=...)`` on float (``F``) images, per channel: the
+    same antialiased triangle filter over the same box (enlarging: plain bilinear)."""
+    from PIL import Image
+
+    x = (batch(1, *hw, np.float32, seed=3)[0] * 255).astype(np.float32)
+    top, left, height, width = box
+    ref = np.stack([np.asarray(Image.fromarray(x[..., c], mode="F").resize(
+        size[::-1], Image.Resampling.BILINEAR, box=(left, top, left + width, top + height))) for c in range(3)], -1)
+    np.testing.assert_allclose(np.asarray(A.resized_crop(x, *box, size=size)), ref, atol=2e-3)
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+@pytest.mark.parametrize("layout", ["HWC", "CHW", "HW", "NHWC"])
+def test_resized_crop_taps_equal_dense_weights(layout, antialias):
+    """The gathered taps (concrete or drawn boxes) against ``jax.image.scale_and_translate``'s
+    dense weights (a traced box inside ``jit``), in every layout, boxes partly outside the
+    image included (outside: 0)."""
+    rng = np.random.default_rng(7)
+    shape = {"HWC": (23, 31, 3), "CHW": (3, 23, 31), "HW": (23, 31), "NHWC": (2, 23, 31, 3)}[layout]
+    x = rng.random(shape, dtype=np.float32)
+    traced = jax.jit(lambda img, b: A.resized_crop(img, b[0], b[1], b[2], b[3], size=(13, 40), antialias=antialias,
+                                                   layout=layout))
+    for box in [(2.5, 3.0, 17.0, 9.5), (0.0, 0.0, 23.0, 31.0), (-3.0, 20.0, 30.0, 20.0), (1.2, 1.7, 4.4, 50.0)]:
+        got = np.asarray(A.resized_crop(x, *box, size=(13, 40), antialias=antialias, layout=layout))
+        np.testing.assert_allclose(got, np.asarray(traced(x, jnp.asarray(box, jnp.float32))), atol=2e-6)
+
+
+def test_random_resized_crop_batch_equals_dense_weights():
+    """A batch of drawn boxes (gathered taps under vmap) equals each box resized with the
+    dense weights; replayed parameters beyond the image are held to it, as the draw is."""
+    x = batch(5, 30, 26, np.float32)
+    pipe = imgproc.Pipeline([{"op": "random_resized_crop", "size": [11, 17]}])
+    y, (params,) = pipe(x, key=KEY, return_params=True)
+    dense = jax.jit(lambda img, t, l, h, w: A.resized_crop(img, t, l, h, w, size=(11, 17)))
+    for i in range(5):
+        p = {k: np.asarray(v)[i] for k, v in params.items()}
+        ref = dense(x[i], p["top"], p["left"], p["height"], p["width"])
+        np.testing.assert_allclose(np.asarray(y)[i], np.asarray(ref), atol=2e-6)
+    wide = {k: np.asarray(v).copy() for k, v in params.items()}
+    wide["height"][:] = 1e6
+    clipped = {**wide, "height": np.full(5, 30.0, np.float32)}
+    np.testing.assert_array_equal(np.asarray(pipe.apply(x, [wide])), np.asarray(pipe.apply(x, [clipped])))
+
+
+def test_resized_crop_bad_box():
+    with pytest.raises(ValueError, match="height"):
+        A.resized_crop(np.zeros((8, 8, 3), np.float32), 0, 0, 0, 4, size=(4, 4))
+    with pytest.raises(ValueError, match="width"):
+        A.resized_crop(np.zeros((8, 8, 3), np.float32), 0, 0, 4, -1.0, size=(4, 4))
+
+
 @pytest.mark.parametrize("mode", ["constant", "nearest", "reflect", "mirror"])
 def test_rotate_matches_scipy(mode):
     x = batch(1, 11, 9, np.float32)[0]

@@ -18,8 +18,10 @@ from imgproc._boundary import source_index
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
-from imgproc._validate import SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair
+from imgproc._validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
+                               is_traced)
 from imgproc.augment._common import back, draw_box, hw, to_float
+from imgproc.augment._resample import linear_taps, resample_axis, tap_count
 from imgproc.augment._targets import matrix_rule, scale_translate
 
 
@@ -96,13 +98,28 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
     """Crop the box ``(top, left, height, width)`` (pixels, may be fractional and traced) and
     resize it to the static ``size = (out_height, out_width)`` with linear interpolation.
 
-    Built on ``jax.image.scale_and_translate`` (half-pixel centres, triangle filter widened
-    when shrinking if ``antialias``): the box edges map exactly onto the output edges, as in
-    ``torchvision.transforms.functional.resized_crop`` with bilinear antialiased resizing.
-    Output dtype equals the input's.
+    The weights of ``jax.image.scale_and_translate(..., method="linear")`` (half-pixel
+    centres, triangle filter widened when shrinking if ``antialias``): the box edges map
+    exactly onto the output edges, as in ``torchvision.transforms.functional.resized_crop``
+    with bilinear antialiased resizing and Pillow's bilinear ``resize(size, box=...)``
+    (tests compare with both definitions). Output dtype equals the input's.
+
+    With a concrete ``height`` and ``width`` each output pixel reads only the input pixels
+    its filter covers (:mod:`imgproc.augment._resample`); a traced box of unknown extent
+    uses ``scale_and_translate``'s dense weight matrices (same weights, more work).
     """
     image, layout = check_image(image, layout)
-    oh, ow = check_size_pair("size", size)
+    size = check_size_pair("size", size)
+    if is_traced(height) or is_traced(width):
+        return _resized_crop_dense(image, top, left, height, width, size, antialias, layout)
+    check_number("height", height, low=0, low_open=True)
+    check_number("width", width, low=0, low_open=True)
+    return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
+                              max_box=(float(height), float(width)))
+
+
+def _resized_crop_dense(image, top, left, height, width, size, antialias, layout):
+    oh, ow = size
     a, b = spatial_axes(layout)
     shape = list(image.shape)
     shape[a], shape[b] = oh, ow
@@ -114,6 +131,18 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
         to_float(jnp.asarray(image)), tuple(shape), (a, b), jnp.stack([sy, sx]), jnp.stack([ty, tx]),
         method="linear", antialias=antialias,
     )
+    return back(y, image.dtype)
+
+
+def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box):
+    """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
+    ``max_box`` (static): a few gathered taps per output pixel (:mod:`._resample`)."""
+    y = to_float(jnp.asarray(image))
+    for axis, n_out, start, length, bound in zip(spatial_axes(layout), size, (top, left), (height, width), max_box):
+        scale = n_out / jnp.asarray(length, jnp.float32)
+        index, weight = linear_taps(y.shape[axis], n_out, scale, -jnp.asarray(start, jnp.float32) * scale,
+                                    antialias=antialias, taps=tap_count(bound / n_out, antialias))
+        y = resample_axis(y, axis, index, weight)
     return back(y, image.dtype)
 
 
@@ -308,9 +337,15 @@ def _resized_crop_params(key, shape, *, layout, scale=(0.08, 1.0), ratio=(3 / 4,
 
 
 def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
-    size = hw(image, layout) if size is None else size
-    return resized_crop(image, params["top"], params["left"], params["height"], params["width"], size=size,
-                        antialias=antialias, layout=layout)
+    """The drawn box is inside the image; replayed parameters are held to that too (a box
+    height or width beyond the image's is clipped to it, as the draw clips), which bounds
+    the taps each output pixel reads."""
+    size = hw(image, layout) if size is None else check_size_pair("size", size)
+    h, w = hw(image, layout)
+    height = jnp.clip(jnp.asarray(params["height"], jnp.float32), 1.0, h)
+    width = jnp.clip(jnp.asarray(params["width"], jnp.float32), 1.0, w)
+    return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
+                              max_box=(h, w))
 
 
 @callers_type
