@@ -31,6 +31,7 @@ from imgproc.restoration import (
     tv_chambolle,
 )
 from imgproc.host_memory import reuse_host_memory
+from imgproc._output_buffers import release as release_output_buffers
 from imgproc import sharding
 from imgproc.sharding import global_batch, shard_batch
 
@@ -67,6 +68,7 @@ __all__ = [
     "ssim",
     "register_op",
     "registered_ops",
+    "release_output_buffers",
     "reuse_host_memory",
     "save_image",
     "shard_batch",

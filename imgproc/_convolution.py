@@ -42,6 +42,7 @@ from imgproc._arrays import (
 )
 from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
+from imgproc._output_buffers import IntoBuffer
 from imgproc._separable import correlate_direct, correlate_separable as _correlate_passes
 from imgproc._stages import NO_HINTS
 from imgproc._validate import METHODS, check_method, check_mode, is_traced
@@ -192,7 +193,8 @@ def _weights_key(traced: dict):
 def _constant_stage(body, layout, static, in_place, weights):
     tree, leaves = weights
     values = jax.tree_util.tree_unflatten(tree, [np.frombuffer(b, np.dtype(d)).reshape(s) for d, s, b in leaves])
-    return jax.jit(functools.partial(_stage_fn, traced=values, body=body, layout=layout, static=static, in_place=in_place))
+    return IntoBuffer(functools.partial(_stage_fn, traced=values, body=body, layout=layout, static=static,
+                                        in_place=in_place))
 
 
 def correlate_body(x, kernel, terms, cval, *, mode, method, in_place):

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from imgproc._output_buffers import keep
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
@@ -86,6 +88,12 @@ class _BufferOwner:
         self.array = array
         self.__array_interface__ = {"shape": array.shape, "typestr": array.dtype.str, "version": 3,
                                     "data": (array.unsafe_buffer_pointer(), False)}
+
+    def __del__(self, _keep=keep, _finalizing=sys.is_finalizing):
+        # the last view is gone: the buffer may be written again (imgproc._output_buffers);
+        # not at interpreter exit, when module globals are already gone
+        if not _finalizing():
+            _keep(self.array)
 
 
 def _host_view(leaf: jax.Array, inputs) -> np.ndarray:

@@ -1,0 +1,126 @@
+"""Output buffers written again: an eager call on a NumPy image writes its result into the
+buffer of an earlier result that the caller has dropped, instead of into fresh memory.
+
+Why. On CPU every output of a few MB that XLA allocates is fresh memory from the kernel,
+zeroed page by page on first touch (4 KiB pages: transparent huge pages are ``madvise``
+on most systems, and XLA's allocations are not advised). For a 2048x2048x3 float32 blur
+that zeroing costs more than the blur (benchmarks/NOTES.md, "The eager call"). NumPy
+advises huge pages for its own large arrays, which is part of why OpenCV is faster there.
+:func:`imgproc.reuse_host_memory` removes the cost for the whole process; this module
+removes the output's share without touching the process's allocator.
+
+How. A program made with :class:`IntoBuffer` takes one more argument, ``into``, which it
+donates and does not read: XLA writes the program's array output into that buffer. The
+buffer is one that an earlier such program wrote and whose NumPy view (the caller's
+result, :func:`imgproc._types._host_view`) has since been freed: the view's owner hands
+it back here (:func:`keep`). A loop that drops each result before the next call (``for
+f in files: save(blur(load(f)))``, or keeping the last few) then writes the same few
+buffers over and over. When none is free, ``into`` is a new zero buffer (fresh pages,
+the cost as before, plus a fill).
+
+What it keeps. Only buffers these programs wrote (never an array that may share the
+caller's memory), on one CPU device, of at least :data:`MIN_BYTES`; at most
+:data:`KEPT_PER_SHAPE` per shape and dtype and :data:`KEPT_BYTES` in all, the oldest
+dropped first. :func:`release` (``imgproc.release_output_buffers()``) frees them all.
+Results handed out as ``jax.Array`` are the caller's to keep and are never taken back, so
+calls on JAX arrays run the plain program.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "keep", "kept_bytes", "release"]
+
+MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES), nothing to take back
+KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
+KEPT_BYTES = 1 << 30
+
+_lock = threading.Lock()
+_kept: collections.OrderedDict = collections.OrderedDict()  # (shape, dtype) -> [jax.Array], oldest first
+_written: dict = {}  # id(array) -> weakref: the outputs IntoBuffer programs wrote (the only ones kept)
+
+
+def _key(shape, dtype):
+    return tuple(int(n) for n in shape), np.dtype(dtype).str
+
+
+def kept_bytes() -> int:
+    """Bytes held in kept buffers now."""
+    with _lock:
+        return sum(a.nbytes for arrays in _kept.values() for a in arrays)
+
+
+def keep(array) -> None:
+    """Take back ``array`` (an output an :class:`IntoBuffer` program wrote, which nothing
+    else references any more) for a later call of its shape; anything else is ignored."""
+    ref = _written.pop(id(array), None)
+    if ref is None or ref() is not array or array.is_deleted():
+        return
+    with _lock:
+        arrays = _kept.setdefault(_key(array.shape, array.dtype), [])
+        arrays.append(array)
+        _kept.move_to_end(_key(array.shape, array.dtype))
+        if len(arrays) > KEPT_PER_SHAPE:
+            arrays.pop(0)
+        total = sum(a.nbytes for group in _kept.values() for a in group)
+        while total > KEPT_BYTES and _kept:
+            key, group = next(iter(_kept.items()))
+            total -= group.pop(0).nbytes
+            if not group:
+                del _kept[key]
+
+
+def _take(shape, dtype):
+    with _lock:
+        arrays = _kept.get(_key(shape, dtype))
+        return arrays.pop() if arrays else None
+
+
+def release() -> int:
+    """Free every kept output buffer; returns the bytes freed."""
+    with _lock:
+        freed = sum(a.nbytes for arrays in _kept.values() for a in arrays)
+        _kept.clear()
+    return freed
+
+
+def _forget(key, _ref):
+    _written.pop(key, None)
+
+
+def _run_ignoring(fn, *args, into, **kwargs):
+    del into  # donated only: its memory receives the output
+    return fn(*args, **kwargs)
+
+
+class IntoBuffer:
+    """``jax.jit(fn, **jit_options)`` for a ``fn`` whose output is one array of the same
+    shape and dtype as its first argument (a filter stage), written into a kept buffer
+    when the first argument is a NumPy array on CPU (module docstring).
+
+    ``program(image, *args, **kwargs)``; ``program.plain`` is the jitted ``fn`` itself.
+    """
+
+    def __init__(self, fn, **jit_options):
+        self.plain = jax.jit(fn, **jit_options)
+        self._into = jax.jit(functools.partial(_run_ignoring, fn), donate_argnames=("into",), keep_unused=True,
+                             **jit_options)
+
+    def __call__(self, image, *args, **kwargs):
+        nbytes = int(np.prod(image.shape)) * np.dtype(image.dtype).itemsize
+        if not isinstance(image, np.ndarray) or nbytes < MIN_BYTES or jax.default_backend() != "cpu":
+            return self.plain(image, *args, **kwargs)
+        into = _take(image.shape, image.dtype)
+        if into is None:
+            into = jnp.zeros(image.shape, image.dtype)
+        out = self._into(image, *args, into=into, **kwargs)
+        _written[id(out)] = weakref.ref(out, functools.partial(_forget, id(out)))
+        return out
