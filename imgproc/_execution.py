@@ -18,6 +18,7 @@ import numpy as np
 
 from imgproc._boundary import source_index
 from imgproc._checks import aligned_empty, host_aligned
+from imgproc._output_buffers import keep
 from imgproc._sharded import on_several_devices
 from imgproc._validate import check_mode, is_traced
 
@@ -167,6 +168,8 @@ def _join_aligned(parts):
     first = parts[0]
     joined = aligned_empty((sum(p.shape[0] for p in parts),) + tuple(first.shape[1:]), first.dtype)
     np.concatenate([np.asarray(p) for p in parts], out=joined)
+    for part in parts:  # copied out: their buffers may be written again (imgproc._output_buffers)
+        keep(part)
     try:
         return jax.device_put(joined, may_alias=True)
     except TypeError:  # a jax older than device_put's may_alias: one more copy

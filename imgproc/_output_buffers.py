@@ -102,25 +102,50 @@ def _run_ignoring(fn, *args, into, **kwargs):
 
 
 class IntoBuffer:
-    """``jax.jit(fn, **jit_options)`` for a ``fn`` whose output is one array of the same
-    shape and dtype as its first argument (a filter stage), written into a kept buffer
-    when the first argument is a NumPy array on CPU (module docstring).
+    """``jax.jit(fn, **jit_options)`` whose array output (the first, when ``fn`` returns a
+    tuple) is written into a kept buffer when its first argument is a NumPy array on CPU
+    (module docstring).
+
+    The output's shape and dtype are learned once per argument signature by tracing with
+    a guess, ``out_like(image)`` (default: the first argument's own shape and dtype, as for
+    a filter), and the real call reuses that trace. When the guess is wrong (a program
+    that crops or resizes), that signature runs the plain program: one more trace, once.
 
     ``program(image, *args, **kwargs)``; ``program.plain`` is the jitted ``fn`` itself.
     """
 
-    def __init__(self, fn, **jit_options):
+    def __init__(self, fn, *, out_like=None, **jit_options):
         self.plain = jax.jit(fn, **jit_options)
         self._into = jax.jit(functools.partial(_run_ignoring, fn), donate_argnames=("into",), keep_unused=True,
                              **jit_options)
+        self._out_like = out_like or (lambda image: jax.ShapeDtypeStruct(image.shape, image.dtype))
+        self._outs = {}  # argument signature -> the output's ShapeDtypeStruct, or None: plain program
 
     def __call__(self, image, *args, **kwargs):
         nbytes = int(np.prod(image.shape)) * np.dtype(image.dtype).itemsize
         if not isinstance(image, np.ndarray) or nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
-        into = _take(image.shape, image.dtype)
+        signature = _signature((image, args, kwargs))
+        if signature not in self._outs:
+            guess = self._out_like(image)
+            out = jax.tree_util.tree_leaves(self._into.trace(image, *args, into=guess, **kwargs).out_info)[0]
+            right = (out.shape, out.dtype) == (guess.shape, guess.dtype) and out.size * out.dtype.itemsize >= MIN_BYTES
+            self._outs[signature] = guess if right else None
+        out_struct = self._outs[signature]
+        if out_struct is None:
+            return self.plain(image, *args, **kwargs)
+        into = _take(out_struct.shape, out_struct.dtype)
         if into is None:
-            into = jnp.zeros(image.shape, image.dtype)
+            into = jnp.zeros(out_struct.shape, out_struct.dtype)
         out = self._into(image, *args, into=into, **kwargs)
-        _written[id(out)] = weakref.ref(out, functools.partial(_forget, id(out)))
+        first = jax.tree_util.tree_leaves(out)[0]
+        _written[id(first)] = weakref.ref(first, functools.partial(_forget, id(first)))
         return out
+
+
+def _signature(tree):
+    """What selects a compiled program: the tree's structure, each array leaf's shape and
+    dtype, every other leaf's value (static options)."""
+    leaves, structure = jax.tree_util.tree_flatten(tree)
+    return structure, tuple((tuple(x.shape), str(x.dtype)) if hasattr(x, "shape") and hasattr(x, "dtype") else x
+                            for x in leaves)

@@ -37,6 +37,7 @@ from jax.sharding import PartitionSpec
 from imgproc import _execution, _sharded
 from imgproc._arrays import dtype_max, spatial_axes, to_output
 from imgproc._checks import check_image, host_aligned
+from imgproc._output_buffers import IntoBuffer
 from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
@@ -105,7 +106,10 @@ class Pipeline:
         )
         self.bucket = bool(bucket) and all(r is not None for r in self.radii)
         self.trace_count = 0
-        self._compiled = jax.jit(self._run, static_argnames=("layout", "return_params"))
+        # on NumPy input, the result is written into a dropped earlier result's buffer
+        # when it keeps the input's shape (imgproc._output_buffers)
+        self._compiled = IntoBuffer(self._run, static_argnames=("layout", "return_params"),
+                                    out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.output_dtype(x.dtype)))
         self._compiled_parts = set()  # slice signatures already compiled (_execution.run_parts)
         self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
 
