@@ -20,17 +20,18 @@ given (float32 ``(B, K)``, mixed, when the recipe mixes; as given otherwise) and
 ``"targets"`` when targets were given (the pipeline's targets dict, see
 ``docs/augment.md``). NumPy in, NumPy out; ``jax.Array`` in, ``jax.Array`` out.
 
-One program. A recipe that mixes runs the pipeline and the mix as one jitted XLA program:
-inside the caller's ``jax.jit`` (``jax.jit(lambda x, y, k: recipe(x, y, key=k))``) they are
-traced into the caller's program; on a concrete batch (NumPy or ``jax.Array``) into the
-recipe's own (``recipe.trace_count`` counts its traces). The key, images, labels and indices
-are traced, so a new key or batch of the same shape does not recompile. Measured on the
-2-core CPU (128 images of 224x224, ImageNet training recipe): one program 236 ms a batch;
-the pipeline's per-core split path (:mod:`imgproc._execution`) followed by a separately
-jitted mix 296 ms (the split pipeline alone 254 ms, the mix alone 84 ms: in one program the
-mix fuses into the pipeline's last stage); 64 images at a lighter load: 66 against 74 ms.
-A recipe without a mix is its pipeline's call
-(its fast CPU path, one program per slice), with targets too.
+Programs. Inside the caller's ``jax.jit`` (``jax.jit(lambda x, y, k: recipe(x, y,
+key=k))``) the pipeline and the mix are traced into the caller's one program. On a
+concrete batch (NumPy or ``jax.Array``) the recipe calls its pipeline (on CPU its fast
+path: one slice per core, in threads) and then its jitted mix (``recipe.trace_count``
+counts the mix's traces); on NumPy input the mix writes into the buffer of a dropped
+earlier result (:mod:`imgproc._output_buffers`). The key, images, labels and indices are
+traced, so a new key or batch of the same shape does not recompile. Measured on the
+2-core CPU (256 images of 224x224, ImageNet training recipe, 2026-11-24): pipeline then
+mix 88 ms a batch, against 186 ms for pipeline and mix as one program (XLA:CPU runs the
+pipeline's per-image loop on one core there; it was the faster choice, 236 against 296 ms,
+while the split pipeline's fresh output pages and dense resized crops dominated). A recipe
+without a mix is its pipeline's call, with targets too.
 
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
 any pipeline (so its output for a sample depends only on the key and its index, in any
@@ -48,6 +49,7 @@ import jax
 import numpy as np
 
 from imgproc._checks import check_image
+from imgproc._output_buffers import IntoBuffer
 from imgproc._pipeline import Pipeline
 from imgproc._types import callers_type
 from imgproc._validate import _is_int, check_choice, check_key, check_number, check_range, check_size_pair, is_traced
@@ -112,8 +114,10 @@ class Recipe:
             raise ValueError("a recipe with targets cannot mix (MixUp/CutMix move no boxes, masks or keypoints)")
         self.targets = list(kinds)
         self.min_box_area = float(check_number("min_box_area", spec.get("min_box_area", 1.0), low=0))
-        self.trace_count = 0  # traces of pipeline + mix (tests: a second call does not recompile)
-        self._program = jax.jit(self._fused, static_argnames=("num_classes",))
+        self.trace_count = 0  # traces of the mix (tests: a second call does not recompile)
+        # on a concrete batch: the pipeline's own call, then this; written into a dropped
+        # earlier result's buffer on NumPy input (imgproc._output_buffers)
+        self._mix_program = IntoBuffer(self._mix, static_argnames=("num_classes",))
 
     @classmethod
     def from_spec(cls, spec) -> "Recipe":
@@ -145,10 +149,9 @@ class Recipe:
         """The dtype of ``"images"`` for input of ``dtype`` (float32 after ``normalize``)."""
         return self.pipeline.output_dtype(dtype)
 
-    def _fused(self, images, labels, key, indices, *, num_classes):
-        """The pipeline and the mix, traced together (one XLA program)."""
+    def _mix(self, x, labels, key, indices, *, num_classes):
+        """The mix of the pipeline's output ``x``."""
         self.trace_count += 1
-        x = self.pipeline(images, key=key, indices=indices)
         return mix_batch(x, labels, self.mix, key=jax.random.fold_in(key, MIX_STREAM), indices=indices,
                          num_classes=num_classes)
 
@@ -197,8 +200,9 @@ class Recipe:
             _check_labels(labels, images.shape[0], num_classes)
             if indices is None:
                 indices = np.arange(images.shape[0])
-            run = self._program if not any(map(is_traced, (images, labels, key, indices))) else self._fused
-            x, y = run(images, labels, key, indices, num_classes=num_classes)
+            x = self.pipeline(images, key=key, indices=indices)
+            run = self._mix if any(map(is_traced, (x, labels, key, indices))) else self._mix_program
+            x, y = run(x, labels, key, indices, num_classes=num_classes)
             return {"images": x, "labels": y}
         if labels is not None:
             out["labels"] = labels
