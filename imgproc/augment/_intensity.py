@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._arrays import channel_axis, from_nhwc, resolve_max, to_nhwc
+from imgproc._arrays import channel_axis, from_nhwc, materialized, resolve_max, to_nhwc
 from imgproc._checks import check_image
 from imgproc._random import bernoulli, maybe, run_random_op
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
@@ -200,24 +200,38 @@ def solarize(image, threshold, *, max_value=None, layout=None):
 # --------------------------------------------------------------------------- per-channel ops
 
 
-def _planes(x, layout, fn):
-    """``fn(plane)`` for every (H, W) plane of every image and channel of ``x``."""
-    y = to_nhwc(x, layout)
-    out = jax.vmap(jax.vmap(fn, in_axes=-1, out_axes=-1))(y)
-    return from_nhwc(out, layout, x.shape)
-
-
-def _equalize_plane(plane, m):
-    """PIL's ``ImageOps.equalize`` on one plane of 256 levels (``round(x / m * 255)``)."""
-    v = jnp.clip(jnp.round(plane / m * 255.0), 0, 255).astype(jnp.int32)
-    hist = jnp.zeros(256, jnp.int32).at[v.ravel()].add(1)
-    last = 255 - jnp.argmax(hist[::-1] > 0)  # the highest level present
-    step = (v.size - hist[last]) // 255
+def _equalize_nhwc(y, m):
+    """PIL's ``ImageOps.equalize`` on every channel of every image of the NHWC float array
+    ``y``, binned in 256 levels (``round(x / m * 255)``). One histogram for all channels
+    and images (each channel's bins offset by 256) and one table lookup: per plane it was
+    slower on XLA:CPU (vmapped scatters and strided planes; 128 images of 224x224x3 in a
+    per-image loop 112 -> 43 ms, with the table :func:`materialized`)."""
+    n, h, w, c = y.shape
+    offset = (jnp.arange(n, dtype=jnp.int32)[:, None] * c + jnp.arange(c, dtype=jnp.int32)[None, :]) * 256
+    v = jnp.clip(jnp.round(y / m * 255.0), 0, 255).astype(jnp.int32)
+    flat = (v + offset[:, None, None, :]).ravel()
+    hist = jnp.zeros(n * c * 256, jnp.int32).at[flat].add(1).reshape(n, c, 256)
+    last = 255 - jnp.argmax(hist[..., ::-1] > 0, axis=-1)  # the highest level present
+    step = (h * w - jnp.take_along_axis(hist, last[..., None], axis=-1)) // 255
     safe = jnp.maximum(step, 1)
-    before = jnp.cumsum(hist) - hist  # pixels below each level
+    before = jnp.cumsum(hist, axis=-1) - hist  # pixels below each level
     lut = jnp.minimum((step // 2 + before) // safe, 255)
     lut = jnp.where(step > 0, lut, jnp.arange(256))  # one level, or too few pixels: identity
-    return jnp.take(lut, v).astype(jnp.float32) * (m / 255.0)
+    lut = materialized(lut.astype(jnp.float32) * (m / 255.0))
+    return lut.ravel()[flat].reshape(y.shape)
+
+
+def channel_extrema(y):
+    """Per image and channel ``(min, max)`` over H and W of the NHWC array ``y``, each
+    ``(N, 1, 1, C)``. Reduced as rows of ``k * C`` values (``k`` up to 16 pixels), then
+    the ``k``: XLA:CPU reduces the plain ``(H, W)`` axes with channel-strided reads, 3.8x
+    slower (128 images of 224x224x3 in a per-image loop: 108 -> 29 ms)."""
+    n, h, w, c = y.shape
+    k = next(k for k in (16, 8, 4, 2, 1) if (h * w) % k == 0)
+    rows = y.reshape(n, h * w // k, k * c)
+    lo = jnp.min(rows, axis=1).reshape(n, k, c).min(axis=1)
+    hi = jnp.max(rows, axis=1).reshape(n, k, c).max(axis=1)
+    return lo[:, None, None, :], hi[:, None, None, :]
 
 
 @callers_type
@@ -238,13 +252,13 @@ def equalize(image, *, max_value=None, layout=None):
         [0, 150, 255]
     """
     image, layout, m, x = _prepare(image, layout, max_value)
-    mf = jnp.asarray(m, jnp.float32)
-    return back(_planes(x, layout, lambda p: _equalize_plane(p, mf)), image.dtype)
+    return back(from_nhwc(_equalize_nhwc(to_nhwc(x, layout), jnp.asarray(m, jnp.float32)), layout, x.shape),
+                image.dtype)
 
 
 def _autocontrast(x, layout, m):
     y = to_nhwc(x, layout)
-    lo, hi = jnp.min(y, axis=(1, 2), keepdims=True), jnp.max(y, axis=(1, 2), keepdims=True)
+    lo, hi = channel_extrema(y)
     flat = hi <= lo
     lo = jnp.where(flat, 0.0, lo)
     span = jnp.where(flat, m, hi - lo)

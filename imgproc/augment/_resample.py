@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
+
+from imgproc._arrays import materialized
 
 __all__ = ["linear_taps", "resample_axis", "tap_count"]
 
@@ -63,11 +64,8 @@ def linear_taps(n_in: int, n_out: int, scale, translation, *, antialias: bool, t
     weight = jnp.where(jnp.abs(total) > 1000.0 * float(jnp.finfo(jnp.float32).eps),
                        weight / jnp.where(total != 0, total, 1.0), 0.0)
     weight = jnp.where(inside[:, None], weight, 0.0)
-    # Through a matrix product with the identity (exact), so that XLA keeps the indices and
-    # weights as arrays: fused into the resample instead, they are recomputed for every
-    # pixel they scale (measured 3x slower).
-    both = jnp.concatenate([jnp.clip(index, 0, n_in - 1).astype(jnp.float32), weight], axis=1)
-    both = jnp.dot(both, jnp.eye(2 * taps, dtype=jnp.float32), precision="highest")
+    # computed once (fused into the resample, XLA recomputes them per pixel: 1.1-1.8x slower)
+    both = materialized(jnp.concatenate([jnp.clip(index, 0, n_in - 1).astype(jnp.float32), weight], axis=1))
     return both[:, :taps].astype(jnp.int32), both[:, taps:]
 
 
