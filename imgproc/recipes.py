@@ -20,18 +20,27 @@ given (float32 ``(B, K)``, mixed, when the recipe mixes; as given otherwise) and
 ``"targets"`` when targets were given (the pipeline's targets dict, see
 ``docs/augment.md``). NumPy in, NumPy out; ``jax.Array`` in, ``jax.Array`` out.
 
-Programs. Inside the caller's ``jax.jit`` (``jax.jit(lambda x, y, k: recipe(x, y,
-key=k))``) the pipeline and the mix are traced into the caller's one program. On a
-concrete batch (NumPy or ``jax.Array``) the recipe calls its pipeline (on CPU its fast
-path: one slice per core, in threads) and then its jitted mix (``recipe.trace_count``
-counts the mix's traces); on NumPy input the mix writes into the buffer of a dropped
-earlier result (:mod:`imgproc._output_buffers`). The key, images, labels and indices are
-traced, so a new key or batch of the same shape does not recompile. Measured on the
-2-core CPU (256 images of 224x224, ImageNet training recipe, 2026-11-24): pipeline then
-mix 88 ms a batch, against 186 ms for pipeline and mix as one program (XLA:CPU runs the
-pipeline's per-image loop on one core there; it was the faster choice, 236 against 296 ms,
-while the split pipeline's fresh output pages and dense resized crops dominated). A recipe
-without a mix is its pipeline's call, with targets too.
+Programs. A recipe whose pipeline ends with ``normalize`` (the shipped ImageNet recipes)
+runs the stages before it as its *augmentation*, on the input's dtype: a uint8 batch
+comes out uint8, rounded once (the project's rule for a pipeline), as torchvision's
+transforms on uint8 images do before ``ToDtype``/``Normalize``. Then ``normalize`` and
+the mix run as one program. So a recipe's images equal ``normalize`` of the rounded
+augmentation, within half a level (``0.5 / 255 / std``, at most 0.0098 for ImageNet's
+std) of the same pipeline kept in float32, and erased boxes (filled with the mean before
+``normalize``) are within that of torchvision's 0.
+
+Inside the caller's ``jax.jit`` (``jax.jit(lambda x, y, k: recipe(x, y, key=k))``)
+everything is traced into the caller's one program. On a concrete batch (NumPy or
+``jax.Array``) the recipe calls its augmentation (on CPU its fast path: one slice per
+core, in threads), then its jitted normalize + mix (``recipe.trace_count`` counts that
+program's traces); on NumPy input the latter writes into the buffer of a dropped earlier
+result (:mod:`imgproc._output_buffers`). The key, images, labels and indices are traced,
+so a new key or batch of the same shape does not recompile. Measured on the 2-core CPU
+(256 images of 224x224, ImageNet training recipe, 2026-11-24): 73 ms a batch; 83 ms with
+the pipeline's float32 output (154 MB written, copied and read again) before the mix;
+186 ms as one program (XLA:CPU runs the per-image loop on one core there; it was the
+faster choice, 236 against 296 ms on 128 images, while fresh output pages and dense
+resized crops dominated).
 
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
 any pipeline (so its output for a sample depends only on the key and its index, in any
@@ -53,6 +62,7 @@ from imgproc._output_buffers import IntoBuffer
 from imgproc._pipeline import Pipeline
 from imgproc._types import callers_type
 from imgproc._validate import _is_int, check_choice, check_key, check_number, check_range, check_size_pair, is_traced
+from imgproc.augment._intensity import normalize
 from imgproc.augment._mix import _parse_spec, mix_batch
 from imgproc.augment._targets import TARGET_KEYS
 
@@ -114,10 +124,21 @@ class Recipe:
             raise ValueError("a recipe with targets cannot mix (MixUp/CutMix move no boxes, masks or keypoints)")
         self.targets = list(kinds)
         self.min_box_area = float(check_number("min_box_area", spec.get("min_box_area", 1.0), low=0))
-        self.trace_count = 0  # traces of the mix (tests: a second call does not recompile)
-        # on a concrete batch: the pipeline's own call, then this; written into a dropped
-        # earlier result's buffer on NumPy input (imgproc._output_buffers)
-        self._mix_program = IntoBuffer(self._mix, static_argnames=("num_classes",))
+        # A pipeline that ends with normalize runs as its augmentation (the stages before
+        # normalize, on the input's dtype: uint8 stays uint8, rounded once), then normalize
+        # and the mix in one program (module docstring, "Programs").
+        stages = self.pipeline.to_spec()
+        if stages and stages[-1]["op"] == "normalize":
+            self._augment = Pipeline.from_spec(stages[:-1], layout=self.pipeline.layout)
+            self._normalize = {k: v for k, v in stages[-1].items() if k != "op"}
+        else:
+            self._augment, self._normalize = self.pipeline, None
+        self.trace_count = 0  # traces of normalize + mix (tests: a second call does not recompile)
+        # on a concrete batch: the augmentation's own call, then this; written into a
+        # dropped earlier result's buffer on NumPy input (imgproc._output_buffers)
+        self._finish_program = IntoBuffer(
+            self._finish, static_argnames=("num_classes",),
+            out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.pipeline.output_dtype(x.dtype)))
 
     @classmethod
     def from_spec(cls, spec) -> "Recipe":
@@ -149,11 +170,22 @@ class Recipe:
         """The dtype of ``"images"`` for input of ``dtype`` (float32 after ``normalize``)."""
         return self.pipeline.output_dtype(dtype)
 
-    def _mix(self, x, labels, key, indices, *, num_classes):
-        """The mix of the pipeline's output ``x``."""
+    def _finish(self, x, labels, key, indices, *, num_classes):
+        """The pipeline's ``normalize`` (when it ends with one) and the mix (when the recipe
+        mixes and labels are given) of the augmented batch ``x``: ``(images, labels)``."""
         self.trace_count += 1
+        if self._normalize is not None:
+            x = normalize(x, **self._normalize, layout=self.pipeline.layout)
+        if self.mix is None or labels is None:
+            return x, labels
         return mix_batch(x, labels, self.mix, key=jax.random.fold_in(key, MIX_STREAM), indices=indices,
                          num_classes=num_classes)
+
+    def _finished(self, x, labels, key, indices, num_classes):
+        if self._normalize is None and (self.mix is None or labels is None):
+            return x, labels
+        run = self._finish if any(map(is_traced, (x, labels, key, indices))) else self._finish_program
+        return run(x, labels, key, indices, num_classes=num_classes)
 
     @callers_type
     def __call__(self, images, labels=None, *, key, indices=None, targets=None, num_classes=None):
@@ -188,24 +220,23 @@ class Recipe:
         if self.mix is not None and labels is None:
             raise ValueError(f"recipe {self.name!r} mixes labels (MixUp/CutMix): pass labels, one-hot (B, K) or "
                              "integer ids with num_classes")
-        if targets is not None:
-            x, moved = self.pipeline(images, key=key, indices=indices, targets=targets,
-                                     min_box_area=self.min_box_area)
-            out = {"images": x, "targets": moved}
-        elif self.mix is None or labels is None:
-            out = {"images": self.pipeline(images, key=key, indices=indices)}
-        else:
+        mixing = self.mix is not None and labels is not None
+        if mixing:
             if not is_traced(images):
                 check_image(images, self.pipeline.layout)  # what the traced pipeline cannot check (finite values)
             _check_labels(labels, images.shape[0], num_classes)
-            if indices is None:
-                indices = np.arange(images.shape[0])
-            x = self.pipeline(images, key=key, indices=indices)
-            run = self._mix if any(map(is_traced, (x, labels, key, indices))) else self._mix_program
-            x, y = run(x, labels, key, indices, num_classes=num_classes)
-            return {"images": x, "labels": y}
+        if indices is None and (mixing or self._normalize is not None):
+            indices = np.arange(images.shape[0])
+        if targets is not None:
+            x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area)
+        else:
+            x = self._augment(images, key=key, indices=indices)
+        x, y = self._finished(x, labels if mixing else None, key, indices, num_classes)
+        out = {"images": x}
+        if targets is not None:
+            out["targets"] = moved
         if labels is not None:
-            out["labels"] = labels
+            out["labels"] = y if mixing else labels
         return out
 
 
@@ -268,8 +299,9 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
     backend's default, ``"map"`` on CPU).
 
     Erasing: torchvision erases to 0 after ``Normalize``, i.e. to the mean. Here the box is
-    filled with ``mean * input_max`` before ``normalize``, which ``normalize`` maps to 0 (up
-    to float rounding): the same pixels, and the erasing runs in the same per-image loop as
+    filled with ``mean * input_max`` before ``normalize``, which ``normalize`` maps to 0
+    (within half a level on integer input, where the augmentation is rounded: module
+    docstring): the same pixels, and the erasing runs in the same per-image loop as
     the crop, flip and TrivialAugment (measured: one loop fewer, about half the time of
     erasing after normalize on the 2-core CPU). ``input_max`` is the range of the images
     the recipe is called with: 255 for uint8 (default), 65535 for uint16, 1.0 for float

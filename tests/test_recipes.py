@@ -71,6 +71,13 @@ def test_erased_boxes_are_zero_after_normalize_as_torchvision(dtype, input_max):
         assert erasing["erase"][i] and h * w > 0
         np.testing.assert_allclose(y[i, t:t + h, l:l + w], 0.0, atol=1e-6)
         assert np.abs(y[i]).max() > 0.5  # the rest is not erased
+    # the recipe rounds its augmented uint8 batch before normalize (as torchvision's uint8
+    # transforms): the erased pixels are the mean rounded to a level, within half a level of 0
+    out = r(x, key=2)["images"]
+    half_level = 0.5 / 255 / min(STD) if dtype == np.uint8 else 1e-6
+    for i in range(8):
+        t, l, h, w = (int(erasing[k][i]) for k in ("top", "left", "height", "width"))
+        np.testing.assert_allclose(out[i, t:t + h, l:l + w], 0.0, atol=half_level)
 
 
 def test_imagenet_train_one_hot_labels_equal_integer_labels():
@@ -131,13 +138,15 @@ def test_imagenet_eval_equals_the_ops_step_by_step_and_torchvision_normalize():
     x = RNG.integers(0, 256, (3, 48, 64, 3)).astype(np.uint8)
     out = recipes.imagenet_eval(32, 40)(x, key=0)["images"]
     assert out.shape == (3, 32, 32, 3) and out.dtype == np.float32
-    step = imgproc.resize_shorter(x.astype(np.float32), 40)  # the pipeline keeps float32 between stages
+    # the augmentation keeps float32 between its stages and returns uint8 (rounded once), as
+    # torchvision's Resize and CenterCrop on a uint8 image; then ToDtype/Normalize in float
+    step = imgproc.resize_shorter(x.astype(np.float32), 40)
     assert step.shape == (3, 40, 53, 3)
-    step = imgproc.center_crop(step, 32)
+    step = np.clip(np.round(imgproc.center_crop(step, 32)), 0, 255).astype(np.uint8)
     # torchvision: ToTensor (x / 255) then Normalize ((t - mean) / std), in float64
     reference = (step.astype(np.float64) / 255.0 - MEAN) / STD
     np.testing.assert_allclose(out, reference, atol=2e-5)
-    ops = imgproc.normalize(step, MEAN.tolist(), STD.tolist(), max_value=255.0)
+    ops = imgproc.normalize(step, MEAN.tolist(), STD.tolist())
     np.testing.assert_allclose(out, ops, atol=1e-6)
     labels = np.array([1, 2, 3])  # no mix: labels pass through
     np.testing.assert_array_equal(recipes.imagenet_eval(32, 40)(x, labels, key=0)["labels"], labels)
