@@ -15,8 +15,8 @@ buffer is one that an earlier such program wrote and whose NumPy view (the calle
 result, :func:`imgproc._types._host_view`) has since been freed: the view's owner hands
 it back here (:func:`keep`). A loop that drops each result before the next call (``for
 f in files: save(blur(load(f)))``, or keeping the last few) then writes the same few
-buffers over and over. When none is free, ``into`` is a new zero buffer (fresh pages,
-the cost as before, plus a fill).
+buffers over and over. When none is free, ``into`` is a new buffer (fresh pages, the
+cost as before, plus a copy).
 
 What it keeps. Only buffers these programs wrote (never an array that may share the
 caller's memory), on one CPU device, of at least :data:`MIN_BYTES`; at most
@@ -34,7 +34,6 @@ import threading
 import weakref
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "keep", "kept_bytes", "release"]
@@ -135,8 +134,8 @@ class IntoBuffer:
         if out_struct is None:
             return self.plain(image, *args, **kwargs)
         into = _take(out_struct.shape, out_struct.dtype)
-        if into is None:
-            into = jnp.zeros(out_struct.shape, out_struct.dtype)
+        if into is None:  # a copy of uninitialised memory: no program to compile per shape, as zeros would be
+            into = jax.device_put(np.empty(out_struct.shape, out_struct.dtype))
         out = self._into(image, *args, into=into, **kwargs)
         first = jax.tree_util.tree_leaves(out)[0]
         _written[id(first)] = weakref.ref(first, functools.partial(_forget, id(first)))

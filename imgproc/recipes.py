@@ -35,12 +35,9 @@ everything is traced into the caller's one program. On a concrete batch (NumPy o
 core, in threads), then its jitted normalize + mix (``recipe.trace_count`` counts that
 program's traces); on NumPy input the latter writes into the buffer of a dropped earlier
 result (:mod:`imgproc._output_buffers`). The key, images, labels and indices are traced,
-so a new key or batch of the same shape does not recompile. Measured on the 2-core CPU
-(256 images of 224x224, ImageNet training recipe, 2026-11-24): 73 ms a batch; 83 ms with
-the pipeline's float32 output (154 MB written, copied and read again) before the mix;
-186 ms as one program (XLA:CPU runs the per-image loop on one core there; it was the
-faster choice, 236 against 296 ms on 128 images, while fresh output pages and dense
-resized crops dominated).
+so a new key or batch of the same shape does not recompile. This split into programs is
+the faster on the 2-core CPU (one program runs the per-image loop on one core; measured:
+benchmarks/NOTES.md, "ImageNet training recipe").
 
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
 any pipeline (so its output for a sample depends only on the key and its index, in any

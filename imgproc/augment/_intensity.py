@@ -204,8 +204,8 @@ def _equalize_nhwc(y, m):
     """PIL's ``ImageOps.equalize`` on every channel of every image of the NHWC float array
     ``y``, binned in 256 levels (``round(x / m * 255)``). One histogram for all channels
     and images (each channel's bins offset by 256) and one table lookup: per plane it was
-    slower on XLA:CPU (vmapped scatters and strided planes; 128 images of 224x224x3 in a
-    per-image loop 112 -> 43 ms, with the table :func:`materialized`)."""
+    slower on XLA:CPU (vmapped scatters and strided planes), and the table is
+    :func:`materialized` (benchmarks/NOTES.md, "ImageNet training recipe")."""
     n, h, w, c = y.shape
     offset = (jnp.arange(n, dtype=jnp.int32)[:, None] * c + jnp.arange(c, dtype=jnp.int32)[None, :]) * 256
     v = jnp.clip(jnp.round(y / m * 255.0), 0, 255).astype(jnp.int32)
@@ -224,8 +224,8 @@ def _equalize_nhwc(y, m):
 def channel_extrema(y):
     """Per image and channel ``(min, max)`` over H and W of the NHWC array ``y``, each
     ``(N, 1, 1, C)``. Reduced as rows of ``k * C`` values (``k`` up to 16 pixels), then
-    the ``k``: XLA:CPU reduces the plain ``(H, W)`` axes with channel-strided reads, 3.8x
-    slower (128 images of 224x224x3 in a per-image loop: 108 -> 29 ms)."""
+    the ``k``: XLA:CPU reduces the plain ``(H, W)`` axes with channel-strided reads, several
+    times slower (benchmarks/NOTES.md, "ImageNet training recipe")."""
     n, h, w, c = y.shape
     k = next(k for k in (16, 8, 4, 2, 1) if (h * w) % k == 0)
     rows = y.reshape(n, h * w // k, k * c)

@@ -241,7 +241,7 @@ def _luma(x, m):
     if x.shape[-1] == 1:
         return x
     # as a matrix-vector product: a luma that XLA fuses into a reduction (Contrast's mean)
-    # is read with channel strides, 2.5x slower on XLA:CPU (benchmarks/NOTES.md, "Recipes")
+    # is read with channel strides, slower on XLA:CPU (benchmarks/NOTES.md, "ImageNet training recipe")
     g = jnp.dot(x, jnp.asarray(GRAY, jnp.float32), precision="highest")[..., None]
     return jnp.floor(g) if integer_bits(m) is not None else g
 

@@ -13,9 +13,7 @@ renormalised, and an output pixel whose centre maps outside the input is 0. Equa
 within float rounding (tests/test_augment.py compares both, and Pillow's ``F``-mode
 bilinear resize with a ``box``).
 
-Measured on the 2-core CPU (128 images 224x224x3 uint8, random boxes up to the whole
-image, resized to 224x224): 10 ms under ``vmap``, against 56 ms for the dense matrices
-(benchmarks/NOTES.md, "Recipes").
+Measured against the dense matrices: benchmarks/NOTES.md, "ImageNet training recipe".
 """
 
 from __future__ import annotations
@@ -64,7 +62,7 @@ def linear_taps(n_in: int, n_out: int, scale, translation, *, antialias: bool, t
     weight = jnp.where(jnp.abs(total) > 1000.0 * float(jnp.finfo(jnp.float32).eps),
                        weight / jnp.where(total != 0, total, 1.0), 0.0)
     weight = jnp.where(inside[:, None], weight, 0.0)
-    # computed once (fused into the resample, XLA recomputes them per pixel: 1.1-1.8x slower)
+    # computed once (fused into the resample, XLA recomputes them per pixel)
     both = materialized(jnp.concatenate([jnp.clip(index, 0, n_in - 1).astype(jnp.float32), weight], axis=1))
     return both[:, :taps].astype(jnp.int32), both[:, taps:]
 
@@ -72,8 +70,8 @@ def linear_taps(n_in: int, n_out: int, scale, translation, *, antialias: bool, t
 def resample_axis(x, axis: int, index, weight):
     """``out[..., i, ...] = sum_k weight[i, k] * x[..., index[i, k], ...]`` along ``axis`` of
     the float array ``x`` (one image): the axis is moved to the front and whole slices are
-    gathered, one gather per tap (one gather of all taps then split measured 3x slower
-    on XLA:CPU), then it is moved back."""
+    gathered, one gather per tap (one gather of all taps then split measured slower on
+    XLA:CPU), then it is moved back."""
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
     out = sum(front[index[:, k]] * weight[:, k].reshape(wshape) for k in range(index.shape[1]))
