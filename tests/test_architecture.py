@@ -89,7 +89,8 @@ def test_no_registration_through_globals():
 # Public functions of the flat namespace that are not pipeline stages, and why.
 NOT_STAGES = {
     "load_image": "I/O", "save_image": "I/O", "decode_image": "I/O", "encode_image": "I/O", "psnr": "metric", "register_op": "registry",
-    "registered_ops": "registry", "reuse_host_memory": "process setting", "default_strategy": "a query",
+    "registered_ops": "registry", "reuse_host_memory": "process setting",
+    "release_output_buffers": "memory held for reuse", "default_strategy": "a query",
     "sample": "takes per-pixel coordinate arrays", "rgb_to_hsv": "a colour-space conversion (HSV out)",
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
     "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
