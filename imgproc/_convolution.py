@@ -201,8 +201,9 @@ def correlate_body(x, kernel, terms, cval, *, mode, method, in_place):
     return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
 
 
-# Kernels of at most this many taps use "convolve2d" when traced inside a per-image loop
-# on CPU (see auto_method).
+# Inside a per-image loop on CPU (see auto_method): kernels of at most this many separable
+# terms run as separable passes, other kernels of at most this many taps as "convolve2d".
+LOOP_MAX_SEPARABLE_TERMS = 2
 LOOP_CONVOLVE2D_MAX_TAPS = 25
 
 
@@ -212,15 +213,21 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     and ``taps`` weights:
 
     * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
-      of a stage traced in a ``lax.map`` over images), kernels of at most 25 taps run as ``"convolve2d"``: there XLA
-      lowers the per-plane convolution to its convolution library, faster than shifted
-      sums there (stand-alone it is much slower, so only there);
+      of a stage traced in a ``lax.map`` over images), kernels of at most two separable
+      terms (the Gaussian, box, the 5x5 sharpen) run as ``"separable"`` passes, which fuse
+      with the loop's other stages; other kernels of at most 25 taps as ``"convolve2d"``:
+      there XLA lowers the per-plane convolution to its convolution library, faster than
+      shifted sums (stand-alone it is much slower, so only there; benchmarks/NOTES.md,
+      "Augmentation on CPU");
     * rank-1 kernels run as two 1-D passes everywhere (fastest on CPU and on an H100);
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     cpu = (backend or jax.default_backend()) == "cpu"
-    if cpu and in_loop and taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
-        return "convolve2d"
+    if cpu and in_loop:
+        if n_terms is not None and n_terms <= LOOP_MAX_SEPARABLE_TERMS:
+            return "separable"
+        if taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
+            return "convolve2d"
     if n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS:
         return "separable"
     return "direct" if cpu else "conv"

@@ -224,11 +224,13 @@ def test_auto_method_per_backend(backend, n_terms, expected):
 
 
 @pytest.mark.parametrize("backend, n_terms, taps, expected", [
-    ("cpu", 1, 25, "convolve2d"), ("cpu", 2, 9, "convolve2d"), ("cpu", None, 25, "convolve2d"),
-    ("cpu", 1, 49, "separable"), ("cpu", 2, 49, "direct"), ("gpu", 2, 25, "conv"), ("gpu", 1, 25, "separable"),
+    ("cpu", 1, 25, "separable"), ("cpu", 2, 9, "separable"), ("cpu", 3, 9, "convolve2d"),
+    ("cpu", None, 25, "convolve2d"), ("cpu", 1, 49, "separable"), ("cpu", 3, 49, "direct"), ("gpu", 2, 25, "conv"),
+    ("gpu", 1, 25, "separable"),
 ])
 def test_auto_method_in_image_loop(backend, n_terms, taps, expected):
-    """One image at a time inside a lax.map on CPU, small kernels take convolve2d."""
+    """One image at a time inside a lax.map on CPU: kernels of one or two separable terms
+    take separable passes, other small kernels convolve2d."""
     from imgproc._convolution import auto_method
 
     assert auto_method(n_terms, backend, taps=taps, in_loop=True) == expected
@@ -238,18 +240,24 @@ def test_in_loop_hint_reaches_the_plan():
     from imgproc._convolution import plan_lowering
 
     loop = imgproc.LoweringHints(in_loop=True)
-    expected = "convolve2d" if jax.default_backend() == "cpu" else plan_lowering(imgproc.kernels.sharpen())[0]
+    expected = "separable" if jax.default_backend() == "cpu" else plan_lowering(imgproc.kernels.sharpen())[0]
     assert plan_lowering(imgproc.kernels.sharpen(), hints=loop)[0] == expected
+    rank3 = np.random.default_rng(0).random((5, 5)).astype(np.float32)
+    if jax.default_backend() == "cpu":
+        assert plan_lowering(rank3, hints=loop)[0] == "convolve2d"
     assert plan_lowering(imgproc.kernels.gaussian(3.0, size=25), hints=loop)[0] == "separable"
     assert plan_lowering(imgproc.kernels.sharpen())[0] != "convolve2d"
 
 
 def test_map_strategy_filters_match_the_batch_filters():
-    """random_choice with strategy="map" runs its filters per image (convolve2d on CPU);
-    the numbers equal the whole-batch filter's."""
+    """random_choice with strategy="map" runs its filters per image (on CPU separable passes
+    for the sharpen and the Gaussian, convolve2d for a rank-3 kernel); the numbers equal the
+    whole-batch filter's."""
     x = np.random.default_rng(5).random((3, 16, 20, 3), dtype=np.float32)
+    rank3 = np.random.default_rng(0).random((5, 5)).astype(np.float32)
     for op, ref in (({"op": "sharpen"}, imgproc.sharpen), ({"op": "gaussian_blur", "sigma": 1.0, "size": 5},
-                                                          lambda a: imgproc.gaussian_blur(a, 1.0, size=5))):
+                                                          lambda a: imgproc.gaussian_blur(a, 1.0, size=5)),
+                    ({"op": "correlate", "kernel": rank3.tolist()}, lambda a: imgproc.correlate(a, rank3))):
         pipe = imgproc.Pipeline([{"op": "random_choice", "ops": [op], "strategy": "map"}])
         got = np.asarray(pipe(x, key=jax.random.key(0)))
         np.testing.assert_allclose(got, np.asarray(ref(x)), atol=2e-6)
