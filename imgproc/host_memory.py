@@ -16,6 +16,11 @@ call it once, early (before the first large allocation: threads created by earli
 keep their own malloc arenas, and the gain was about half there). The same effect for
 any program: ``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647``
 in the environment.
+
+Without it, the library already avoids fresh pages for the outputs of eager calls on
+NumPy input: they are written into the buffers of dropped earlier results
+(:mod:`imgproc._output_buffers`, ``imgproc.release_output_buffers()``), which changes
+nothing outside imgproc. Intermediate buffers inside a program still get fresh pages.
 """
 
 from __future__ import annotations
