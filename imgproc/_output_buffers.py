@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "keep", "kept_bytes", "release"]
 
-MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES), nothing to take back
+MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
 KEPT_BYTES = 1 << 30
 
@@ -51,10 +51,15 @@ def _key(shape, dtype):
     return tuple(int(n) for n in shape), np.dtype(dtype).str
 
 
+def _held() -> int:
+    """Bytes in kept buffers (the caller holds the lock)."""
+    return sum(a.nbytes for arrays in _kept.values() for a in arrays)
+
+
 def kept_bytes() -> int:
     """Bytes held in kept buffers now."""
     with _lock:
-        return sum(a.nbytes for arrays in _kept.values() for a in arrays)
+        return _held()
 
 
 def keep(array) -> None:
@@ -63,18 +68,19 @@ def keep(array) -> None:
     ref = _written.pop(id(array), None)
     if ref is None or ref() is not array or array.is_deleted():
         return
+    key = _key(array.shape, array.dtype)
     with _lock:
-        arrays = _kept.setdefault(_key(array.shape, array.dtype), [])
+        arrays = _kept.setdefault(key, [])
         arrays.append(array)
-        _kept.move_to_end(_key(array.shape, array.dtype))
+        _kept.move_to_end(key)
         if len(arrays) > KEPT_PER_SHAPE:
             arrays.pop(0)
-        total = sum(a.nbytes for group in _kept.values() for a in group)
+        total = _held()
         while total > KEPT_BYTES and _kept:
-            key, group = next(iter(_kept.items()))
+            oldest, group = next(iter(_kept.items()))
             total -= group.pop(0).nbytes
             if not group:
-                del _kept[key]
+                del _kept[oldest]
 
 
 def _take(shape, dtype):
@@ -86,7 +92,7 @@ def _take(shape, dtype):
 def release() -> int:
     """Free every kept output buffer; returns the bytes freed."""
     with _lock:
-        freed = sum(a.nbytes for arrays in _kept.values() for a in arrays)
+        freed = _held()
         _kept.clear()
     return freed
 
@@ -121,8 +127,7 @@ class IntoBuffer:
         self._outs = {}  # argument signature -> the output's ShapeDtypeStruct, or None: plain program
 
     def __call__(self, image, *args, **kwargs):
-        nbytes = int(np.prod(image.shape)) * np.dtype(image.dtype).itemsize
-        if not isinstance(image, np.ndarray) or nbytes < MIN_BYTES or jax.default_backend() != "cpu":
+        if not isinstance(image, np.ndarray) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
         signature = _signature((image, args, kwargs))
         if signature not in self._outs:

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._output_buffers import keep
+from imgproc._output_buffers import MIN_BYTES, keep
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
@@ -76,8 +76,9 @@ def _to_numpy(leaf, inputs=()):
 
 
 # Results at least this large are handed over as a view of their CPU buffer instead of
-# copied (a copy into fresh pages cost more than a 5x5 blur: benchmarks/NOTES.md).
-VIEW_MIN_BYTES = 1 << 20
+# copied (a copy into fresh pages cost more than a 5x5 blur: benchmarks/NOTES.md); the
+# same bound as the buffers imgproc._output_buffers takes back, which only views return.
+VIEW_MIN_BYTES = MIN_BYTES
 
 
 class _BufferOwner:

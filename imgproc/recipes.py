@@ -222,7 +222,7 @@ class Recipe:
             if not is_traced(images):
                 check_image(images, self.pipeline.layout)  # what the traced pipeline cannot check (finite values)
             _check_labels(labels, images.shape[0], num_classes)
-        if indices is None and (mixing or self._normalize is not None):
+        if mixing and indices is None:
             indices = np.arange(images.shape[0])
         if targets is not None:
             x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area)
