@@ -388,6 +388,28 @@ def _batch_policy(params, images, names, *, layout, fill, strategy, group_size, 
     return back(_from_hwc(y, layout), images.dtype)
 
 
+def _policy_runners(policy, num_bins):
+    """``(apply, run_batch)`` of a policy whose ops are ``augmentation_space(policy,
+    num_bins)``'s, for its OpInfo: the drawn steps (``op``, ``magnitude`` and AugMix's
+    ``weights``; other drawn parameters, such as AutoAugment's ``sub_policy``, are left
+    out) run on one image, or on a batch with a strategy."""
+
+    def names():
+        return tuple(n for n, _, _ in augmentation_space(policy, num_bins, 1, 1))
+
+    def steps(params):
+        return {k: params[k] for k in ("op", "magnitude", "weights") if k in params}
+
+    def apply(image, params, *, layout, fill=0.0, max_value=None):
+        return _apply_policy(image, steps(params), names(), layout=layout, fill=fill, max_value=max_value)
+
+    def run_batch(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
+        return _batch_policy(steps(params), images, names(), layout=layout, fill=fill, strategy=strategy,
+                             group_size=group_size, max_value=max_value)
+
+    return apply, run_batch
+
+
 # --------------------------------------------------------------------------- option checks
 
 
@@ -413,10 +435,6 @@ def _signed(key, mags, signed, ops):
 # --------------------------------------------------------------------------- RandAugment
 
 
-def _rand_names():
-    return tuple(n for n, _, _ in augmentation_space("rand", 2, 1, 1))
-
-
 def _rand_params(key, shape, *, layout, num_ops=2, magnitude=9, num_magnitude_bins=31):
     bins = _check_bins(magnitude, num_magnitude_bins)
     n_steps = check_int("num_ops", num_ops, low=0, high=64)
@@ -428,13 +446,7 @@ def _rand_params(key, shape, *, layout, num_ops=2, magnitude=9, num_magnitude_bi
     return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, magnitude], signed, ops)}
 
 
-def _apply_rand(image, params, *, layout, fill=0.0, max_value=None):
-    return _apply_policy(image, params, _rand_names(), layout=layout, fill=fill, max_value=max_value)
-
-
-def _batch_rand(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
-    return _batch_policy(params, images, _rand_names(), layout=layout, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
+_apply_rand, _batch_rand = _policy_runners("rand", 2)
 
 
 @callers_type
@@ -474,10 +486,6 @@ def rand_augment(key, image, *, num_ops=2, magnitude=9, num_magnitude_bins=31, f
 # --------------------------------------------------------------------------- TrivialAugmentWide
 
 
-def _wide_names():
-    return tuple(n for n, _, _ in augmentation_space("wide", 2, 1, 1))
-
-
 def _wide_params(key, shape, *, layout, num_magnitude_bins=31):
     bins = check_int("num_magnitude_bins", num_magnitude_bins, low=2, high=10_000)
     space = augmentation_space("wide", bins, 1, 1)
@@ -488,13 +496,7 @@ def _wide_params(key, shape, *, layout, num_magnitude_bins=31):
     return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, b], signed, ops)}
 
 
-def _apply_wide(image, params, *, layout, fill=0.0, max_value=None):
-    return _apply_policy(image, params, _wide_names(), layout=layout, fill=fill, max_value=max_value)
-
-
-def _batch_wide(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
-    return _batch_policy(params, images, _wide_names(), layout=layout, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
+_apply_wide, _batch_wide = _policy_runners("wide", 2)
 
 
 @callers_type
@@ -518,10 +520,6 @@ def trivial_augment(key, image, *, num_magnitude_bins=31, fill=0.0, strategy=Non
 
 
 # --------------------------------------------------------------------------- AutoAugment
-
-
-def _auto_names():
-    return tuple(n for n, _, _ in augmentation_space("auto", 2, 1, 1))
 
 
 def _auto_tables(policy, h, w):
@@ -549,15 +547,7 @@ def _auto_params(key, shape, *, layout, policy="imagenet"):
             "magnitude": _signed(ks, jnp.where(applied, mags[sub], 0.0), signed, op)}
 
 
-def _apply_auto(image, params, *, layout, fill=0.0, max_value=None):
-    p = {"op": params["op"], "magnitude": params["magnitude"]}
-    return _apply_policy(image, p, _auto_names(), layout=layout, fill=fill, max_value=max_value)
-
-
-def _batch_auto(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
-    p = {"op": params["op"], "magnitude": params["magnitude"]}
-    return _batch_policy(p, images, _auto_names(), layout=layout, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
+_apply_auto, _batch_auto = _policy_runners("auto", 2)
 
 
 @callers_type
@@ -584,10 +574,6 @@ def auto_augment(key, image, *, policy="imagenet", fill=0.0, strategy=None, grou
 # --------------------------------------------------------------------------- AugMix
 
 
-def _augmix_names():
-    return tuple(n for n, _, _ in augmentation_space("augmix", 10, 1, 1))
-
-
 def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1.0):
     sev = check_int("severity", severity, low=1, high=10)
     n_chains = check_int("width", width, low=1, high=64)
@@ -610,13 +596,7 @@ def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1
             "weights": jnp.concatenate([m[:1], weights])}
 
 
-def _apply_augmix(image, params, *, layout, fill=0.0, max_value=None):
-    return _apply_policy(image, params, _augmix_names(), layout=layout, fill=fill, max_value=max_value)
-
-
-def _batch_augmix(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
-    return _batch_policy(params, images, _augmix_names(), layout=layout, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
+_apply_augmix, _batch_augmix = _policy_runners("augmix", 10)
 
 
 @callers_type
