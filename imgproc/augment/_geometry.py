@@ -464,27 +464,25 @@ _RULES = {
     "random_translate": matrix_rule(lambda q, i, o, /, **_: scale_translate(1, 1, q["dx"], q["dy"])),
 }
 
+def _op(name, fn, **pieces):
+    """The op's registry entry, with its target rule (every geometry op moves targets)."""
+    return OpInfo(name, fn, targets=_RULES[name], **pieces)
+
+
 OPS = (
-    OpInfo("flip_left_right", flip_left_right, targets=_RULES["flip_left_right"]),
-    OpInfo("flip_up_down", flip_up_down, targets=_RULES["flip_up_down"]),
-    OpInfo("rot90", rot90, targets=_RULES["rot90"]),
-    OpInfo("crop", crop, targets=_RULES["crop"]),
-    OpInfo("resized_crop", resized_crop, targets=_RULES["resized_crop"]),
-    OpInfo("rotate", rotate, targets=_RULES["rotate"]),
-    OpInfo("translate", translate, targets=_RULES["translate"]),
-    OpInfo("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right,
-           targets=_RULES["random_flip_left_right"]),
-    OpInfo("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down,
-           targets=_RULES["random_flip_up_down"]),
-    OpInfo("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90,
-           targets=_RULES["random_rot90"]),
-    OpInfo("random_crop", random_crop, sample=_crop_params, apply=_apply_crop,
-           targets=_RULES["random_crop"]),
-    OpInfo("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop,
-           targets=_RULES["random_resized_crop"]),
-    OpInfo("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate,
-           targets=_RULES["random_rotate"]),
-    OpInfo("random_translate", random_translate, sample=_translate_params, apply=_apply_translate,
-           targets=_RULES["random_translate"]),
+    _op("flip_left_right", flip_left_right),
+    _op("flip_up_down", flip_up_down),
+    _op("rot90", rot90),
+    _op("crop", crop),
+    _op("resized_crop", resized_crop),
+    _op("rotate", rotate),
+    _op("translate", translate),
+    _op("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right),
+    _op("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down),
+    _op("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90),
+    _op("random_crop", random_crop, sample=_crop_params, apply=_apply_crop),
+    _op("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop),
+    _op("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate),
+    _op("random_translate", random_translate, sample=_translate_params, apply=_apply_translate),
 )
 register_ops(OPS)
