@@ -250,6 +250,12 @@ class _Compute:
 
         from imgproc._pipeline import Pipeline
         from imgproc.cli._runner import BatchStage
+        from imgproc.host_memory import reuse_host_memory
+
+        # this worker process exists for this actor alone: it keeps freed image-sized
+        # buffers for reuse, as the command line's process does (imgproc.host_memory;
+        # 200 photos: 16.6 -> 15.7 s, benchmarks/NOTES.md "Ray Data")
+        reuse_host_memory()
 
         self.pipe = Pipeline.from_spec(spec, layout=layout, bucket=bucket)
         key = None
@@ -313,6 +319,26 @@ def _status(row):
 # --------------------------------------------------------------------------- driver
 
 
+def read_blocks(rows: list, batch_size: int, num_actors: int) -> list[list]:
+    """``rows`` cut into the dataset's blocks (one read task each): whole batches of
+    ``batch_size`` rows, except the last block. Ray Data cuts an actor's batches inside
+    each block, so a block of 29 rows would end in a partial batch of 5, padded to 8 and
+    computed in full (200 photos in blocks of 28-29: one compute in eight spent on
+    padding; benchmarks/NOTES.md, "Ray Data"). A block holds about
+    :data:`READ_BLOCK_FILES` rows (fewer, larger read tasks), but there are at least two
+    blocks per actor where the rows make that many batches, so every actor gets work.
+
+    >>> [len(b) for b in read_blocks(list(range(200)), 8, 2)]
+    [32, 32, 32, 32, 32, 32, 8]
+    >>> [len(b) for b in read_blocks(list(range(20)), 8, 2)]
+    [8, 8, 4]
+    """
+    batches = -(-len(rows) // batch_size)
+    per_block = max(1, min(-(-READ_BLOCK_FILES // batch_size), batches // (2 * num_actors)))
+    step = per_block * batch_size
+    return [rows[i:i + step] for i in range(0, len(rows), step)]
+
+
 def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors=None, cpus_per_actor=None,
              gpus_per_actor=0.0, stop_point=None):
     """Run ``pipeline`` over ``jobs`` (:class:`imgproc.cli._plan.Job`, already checked:
@@ -327,6 +353,7 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
         return
     ray = connect(address)
     num_actors, cpus_per_actor = _resources(ray, num_actors, cpus_per_actor, gpus_per_actor)
+    import pyarrow as pa
     import ray.data
 
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # its INFO lines are not the report
@@ -335,11 +362,7 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
     ctx.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S  # actors that cannot be placed: an error, not a hang
     ctx.execution_options.preserve_order = False
     rows = [{"src": str(j.src), "dst": str(j.dst), "index": int(j.index)} for j in jobs]
-    # read tasks of READ_BLOCK_FILES files (fewer, larger tasks), but at least two blocks per
-    # actor where the folder has that many batches, so that every actor gets work
-    n = len(rows)
-    blocks = max(-(-n // READ_BLOCK_FILES), min(-(-n // max(1, opts.batch_size)), 2 * num_actors))
-    ds = ray.data.from_items(rows, override_num_blocks=blocks)
+    ds = ray.data.from_blocks([pa.Table.from_pylist(block) for block in read_blocks(rows, opts.batch_size, num_actors)])
     ds = ds.map_batches(_read, fn_kwargs={"max_pixels": opts.max_pixels},
                         batch_size=None, num_cpus=TASK_CPUS, batch_format="numpy")
     with warnings.catch_warnings():

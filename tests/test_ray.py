@@ -221,3 +221,15 @@ def test_partial_batches_are_padded_to_a_few_compiled_sizes():
         np.testing.assert_array_equal(np.stack([r.image for r in results]), reference(images))
         seen.append(pipe.trace_count)
     assert seen[-1] == 3
+
+
+@pytest.mark.parametrize("n, batch_size, num_actors", [(1, 8, 2), (20, 8, 2), (200, 8, 2), (1000, 8, 2), (999, 5, 3),
+                                                       (64, 1, 1), (7, 16, 4)])
+def test_read_blocks_are_whole_batches_so_no_batch_is_padded_but_the_last(n, batch_size, num_actors):
+    rows = list(range(n))
+    blocks = engine.read_blocks(rows, batch_size, num_actors)
+    assert [r for b in blocks for r in b] == rows
+    assert all(len(b) % batch_size == 0 for b in blocks[:-1])
+    assert max(len(b) for b in blocks) <= max(batch_size, engine.READ_BLOCK_FILES + batch_size - 1)
+    batches = -(-n // batch_size)
+    assert len(blocks) >= min(batches, 2 * num_actors)  # every actor gets work where there is enough
