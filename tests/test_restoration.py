@@ -17,6 +17,7 @@ import skimage.restoration as skr
 
 import imgproc
 from imgproc import restoration as R
+from imgproc._nl_means import nl_means_nhwc
 
 
 def _per_channel(fn):
@@ -190,15 +191,63 @@ def test_tv_chambolle_uint8_matches_skimage(rng):
 
 
 def test_nl_means_matches_skimage_fast_mode(rng):
-    """With skimage's (s-1)x(s-1) distance window (see R._nlm_nhwc) and its border, the
+    """With skimage's (s-1)x(s-1) distance window (see imgproc._nl_means) and its border, the
     result is skimage's up to its approximate exponential (Schraudolph's fast_exp)."""
     x = rng.random((18, 19, 3))
     for ps, pd in [(3, 1), (5, 3), (7, 4)]:
         ref = skr.denoise_nl_means(x, patch_size=ps, patch_distance=pd, h=0.3, sigma=0.1, fast_mode=True, channel_axis=-1)
-        got = R._nlm_nhwc(jnp.asarray(x[None], jnp.float32), jnp.array([0.1]), jnp.array([0.3]), r=ps // 2, d=pd,
-                          mode="mirror", skimage_window=True)
+        got = nl_means_nhwc(jnp.asarray(x[None], jnp.float32), jnp.array([0.1]), jnp.array([0.3]), r=ps // 2, d=pd,
+                            mode="mirror", skimage_window=True)
         assert np.abs(np.asarray(got)[0] - ref).max() < 1e-2
         assert np.abs(np.asarray(got)[0] - ref).mean() < 2e-3
+
+
+_NUMPY_PAD = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap", "constant": "constant"}
+
+
+def _nl_means_every_offset(x, sigma, h, r, d, mode):
+    """The definition, in NumPy: every offset of the full window, each pixel's own
+    distance (no symmetry), float64."""
+    hh, ww, c = x.shape
+    p = np.pad(x.astype(np.float64), ((r + d, r + d), (r + d, r + d), (0, 0)), mode=_NUMPY_PAD[mode])
+    centre = p[d:d + hh + 2 * r, d:d + ww + 2 * r]
+    num, den = np.zeros((hh, ww, c)), np.zeros((hh, ww))
+    for dy in range(2 * d + 1):
+        for dx in range(2 * d + 1):
+            shifted = p[dy:dy + hh + 2 * r, dx:dx + ww + 2 * r]
+            sq = ((centre - shifted) ** 2).sum(-1)
+            box = sum(sq[i:i + hh, j:j + ww] for i in range(2 * r + 1) for j in range(2 * r + 1))
+            e = np.maximum(box / (c * (2 * r + 1) ** 2) - 2 * sigma ** 2, 0) / h ** 2
+            wgt = np.where(e > 5, 0.0, np.exp(-e))
+            num += wgt[..., None] * shifted[r:r + hh, r:r + ww]
+            den += wgt
+    return num / den[..., None]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+@pytest.mark.parametrize("shape, r, d", [((13, 17, 3), 1, 3), ((9, 8, 1), 2, 4), ((3, 2, 2), 1, 5), ((1, 1, 3), 3, 2)])
+def test_nl_means_half_window_equals_every_offset(rng, mode, shape, r, d):
+    """The kernel computes one half of the offsets and uses each distance map twice; the
+    result is the definition's sum over every offset (images smaller than the windows
+    too)."""
+    x = rng.random(shape)
+    ref = _nl_means_every_offset(x, 0.05, 0.2, r, d, mode)
+    got = nl_means_nhwc(jnp.asarray(x[None], jnp.float32), jnp.array([0.05]), jnp.array([0.2]), r=r, d=d, mode=mode)
+    np.testing.assert_allclose(np.asarray(got)[0], ref, atol=2e-6)
+
+
+def test_nl_means_in_strips_equals_one_block(rng, monkeypatch):
+    """Large images run in strips of rows (imgproc._nl_means.strip_rows); the values are
+    those of the whole image in one block, a strip boundary included, and a last strip
+    that runs past the image (up to float32 rounding: XLA's loops differ with the shape)."""
+    import imgproc._nl_means as M
+
+    x = jnp.asarray(rng.random((2, 37, 23, 3)), jnp.float32)
+    s, h = jnp.array([0.05, 0.1]), jnp.array([0.2, 0.3])
+    whole = M.nl_means_nhwc(x, s, h, r=1, d=2, mode="reflect")
+    monkeypatch.setattr(M, "strip_rows", lambda n, hh, ww, d: 8)  # 5 strips, the last one 3 rows past the image
+    strips = M.nl_means_nhwc(x, s, h, r=1, d=2, mode="reflect")
+    np.testing.assert_allclose(np.asarray(strips), np.asarray(whole), rtol=0, atol=1e-6)
 
 
 def test_nl_means_reduces_noise_and_estimates(rng):
