@@ -7,7 +7,7 @@ summed over the channels; the weight ``w_t(p)`` follows from it; the result is t
 weighted mean of the shifted pixels (scikit-image's ``denoise_nl_means(fast_mode=True)``,
 the reference named in ``nl_means``'s docstring).
 
-Two things make it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
+What makes it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
 
 * **Half the offsets.** The distance is symmetric, ``d(p, p + t) = d(p + t, p)``, so
   ``w_{-t}(q) = w_t(q - t)``: one distance map per offset of one half of the window
@@ -21,6 +21,11 @@ Two things make it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
   kernel each offset (2.8x slower in all). The weight is ``exp(-e)`` with ``e = inf``
   past the cutoff, so the exponential is the last operation: with a ``where`` after it,
   XLA recomputed the box sums inside each of its three readers.
+* **Column sums through the loop carry.** Fused into the row sums that read them, each
+  column sum was recomputed ``2r + 1`` times; passed from one iteration to the next they
+  are written once.
+* **Strips of rows** (:func:`strip_rows`) for large images, so that a strip's maps stay
+  in the cache.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from imgproc._boundary import pad_axis_strips
+from imgproc._boundary import pad_axes_strips
 
 DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-e) with e > 5 are dropped
 
@@ -74,9 +79,8 @@ def nl_means_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
     n, hh, ww, c = x.shape
     pad = r + 2 * d  # the distance maps cover the image extended by d, their patches r more
     planes = jnp.moveaxis(x, 3, 1)
-    # the barrier keeps XLA from fusing the joins into every reader of the padded array
-    p = lax.optimization_barrier(pad_axis_strips(pad_axis_strips(planes, pad, 2, mode), pad, 3, mode))
-    block = functools.partial(_block, sigma=sigma, h=h, r=r, d=d, first=1 if skimage_window else 0, c=c)
+    p = pad_axes_strips(planes, pad, (2, 3), mode)
+    block = functools.partial(_block, sigma=sigma, h=h, r=r, d=d, first=1 if skimage_window else 0)
     rows = strip_rows(n, hh, ww, d)
     if rows >= hh:
         return jnp.moveaxis(block(p, hh, ww), 1, 3)
@@ -106,10 +110,10 @@ def strip_rows(n: int, height: int, width: int, d: int) -> int:
     return -(-height // strips)
 
 
-def _block(p, hh, ww, *, sigma, h, r, d, first, c):
+def _block(p, hh, ww, *, sigma, h, r, d, first):
     """NL-means of the ``hh`` x ``ww`` pixels of the padded planes ``p`` (N, C, hh + 2pad,
     ww + 2pad), ``pad = r + 2d``: (N, C, hh, ww)."""
-    n = p.shape[0]
+    n, c = p.shape[:2]
     pad = r + 2 * d
     cells = (2 * r + 1 - first) ** 2
     eh, ew = hh + 2 * d, ww + 2 * d  # the extended image: map index (i + d, j + d) is pixel (i, j)
