@@ -98,7 +98,7 @@ def _estimate_sigma(image):
 class _Plan:
     """Static geometry of one call (all Python ints)."""
 
-    def __init__(self, h, w, *, block, step, search, chunk_refs):
+    def __init__(self, h, w, *, block, step, search, chunk_refs, parts=1):
         self.h, self.w, self.block, self.step = h, w, block, step
         self.r = search // 2
         self.s = search
@@ -107,6 +107,11 @@ class _Plan:
         self.rx = -(-(wc - block) // step) + 1
         self.rc = max(1, min(self.ry, max(2, chunk_refs // self.rx)))
         self.chunks = -(-self.ry // self.rc)
+        if parts > 1:  # a whole number of chunks per part: rows spread evenly, junk ones last
+            self.chunks = parts * -(-self.chunks // parts)
+            self.rc = max(1, -(-self.ry // self.chunks))
+        self.parts = parts
+        self.per_part = self.chunks // parts
         ry_pad = self.chunks * self.rc
         self.he = (ry_pad - 1) * step + block  # rows covered by references (junk ones included)
         self.we = (self.rx - 1) * step + block
@@ -144,10 +149,10 @@ def _distances(region, plan):
     return d.transpose(2, 3, 0, 1).reshape(rc * rx, s * s)
 
 
-def _match(plan, match, n):
-    """Block matching for every reference: (chunks, rc * rx, n) int32 indices into the search
-    window (``dy * s + dx``, best first; the reference itself first), one compiled loop over
-    chunks of reference rows."""
+def _match(plan, match, n, part=0):
+    """Block matching for the references of one part's chunks: (per_part, rc * rx, n) int32
+    indices into the search window (``dy * s + dx``, best first; the reference itself first),
+    one compiled loop over chunks of reference rows. ``part`` may be traced."""
     r, s, st = plan.r, plan.s, plan.step
     centre = (s * s) // 2
 
@@ -157,7 +162,7 @@ def _match(plan, match, n):
         d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
         return lax.top_k(-d, n)[1].astype(jnp.int32)
 
-    return lax.map(one, jnp.arange(plan.chunks))
+    return lax.map(one, part * plan.per_part + jnp.arange(plan.per_part))
 
 
 def _tops(plan, chunk, idx):
@@ -230,9 +235,11 @@ def _inverse(g, t2inv):
     return _haar_inv(g) @ t2inv.T
 
 
-def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0):
-    """One BM3D stage over all chunks of references, each with the ``n`` best ``matches``;
-    returns the aggregated estimate on the planar padded canvas (C, zh, zw)."""
+def _stage_sums(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0, part=0):
+    """One BM3D stage over one part's chunks of references, each with the ``n`` best
+    ``matches`` (that part's, from :func:`_match`); returns the weighted sums of the estimates
+    and the weights on the planar padded canvas (2C, zh, zw). The parts' sums add up to the
+    whole image's (:func:`_estimate`)."""
     b = plan.block
     p = b * b
     c = z_noisy.shape[0]
@@ -245,8 +252,8 @@ def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu
         g = _gather_blocks(canvas, tops, b)  # (R, n, C, b, b)
         return g.reshape(g.shape[0], n, c, p)  # (R, n, C, b*b)
 
-    def body(chunk, acc):
-        tops, valid = _tops(plan, chunk, matches[chunk, :, :n])
+    def body(i, acc):
+        tops, valid = _tops(plan, part * plan.per_part + i, matches[i, :, :n])
         spec = _forward(groups(z_noisy, tops), t2)  # (R, n, C, b*b)
         if kind == "hard":
             keep = jnp.abs(spec) > lam * sig_c
@@ -266,14 +273,21 @@ def _run_stage(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu
         both = both.reshape(both.shape[:2] + (2 * c, b, b))
         return _scatter_blocks(acc, tops, both)
 
-    acc = lax.fori_loop(0, plan.chunks, body, jnp.zeros((2 * c, plan.zh, plan.zw), jnp.float32))
+    return lax.fori_loop(0, plan.per_part, body, jnp.zeros((2 * c, plan.zh, plan.zw), jnp.float32))
+
+
+def _estimate(sums, z_noisy):
+    """The aggregated estimate (C, zh, zw) from the parts' sums (each (2C, zh, zw)); the
+    noisy value where no block landed."""
+    acc = functools.reduce(jnp.add, sums)
+    c = z_noisy.shape[0]
     num, den = acc[:c], acc[c:]
     return jnp.where(den > 0, num / jnp.maximum(den, 1e-20), z_noisy)
 
 
-def _bm3d_one(x, sigma, cval, *, plan, stage, mode, colour, n_hard, n_wiener, lam, mu2, beta, rematch):
-    """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma`` (``cval``:
-    the fill of ``mode="constant"`` in the same units)."""
+def _prepare(x, sigma, cval, *, plan, mode, colour):
+    """The padded planar image (C, zh, zw) that BM3D works on (opponent colour when
+    ``colour``) and each channel's noise level (C,), from ``x`` (H, W, C) in 0..255 units."""
     c = x.shape[-1]
     z = _pad(x, plan, mode, cval)  # padding commutes with the (linear) colour transform
     if colour:
@@ -282,23 +296,62 @@ def _bm3d_one(x, sigma, cval, *, plan, stage, mode, colour, n_hard, n_wiener, la
     else:
         z = jnp.moveaxis(z, -1, 0)
         sig = jnp.broadcast_to(sigma, (c,)).astype(jnp.float32)
-    window = _kaiser2d(plan.block, beta)
-    two = stage == "both"
-    n_match = max(n_hard, n_wiener) if two and not rematch else n_hard
-    matches = _match(plan, z[0], n_match)  # grouping on luma (the first channel)
-    est = _run_stage(plan, matches, z, None, sig, n=n_hard, kind="hard", lam=lam, window=window)
-    if two:
-        if rematch:
-            matches = _match(plan, est[0], n_wiener)
-        est = _run_stage(plan, matches, z, est, sig, n=n_wiener, kind="wiener", lam=lam, window=window,
-                         mu2=mu2)
+    return z, sig
+
+
+def _hard_part(z, sig, part, *, plan, stage, n_hard, n_wiener, lam, beta, rematch, **_):
+    """Stage 1 on one part's references: their matches (on the luma, the first channel;
+    wide enough for stage 2 when both stages share them) and the part's sums."""
+    n_match = max(n_hard, n_wiener) if stage == "both" and not rematch else n_hard
+    matches = _match(plan, z[0], n_match, part)
+    sums = _stage_sums(plan, matches, z, None, sig, n=n_hard, kind="hard", lam=lam,
+                       window=_kaiser2d(plan.block, beta), part=part)
+    return matches, sums
+
+
+def _wiener_part(z, sig, hard_sums, matches, part, *, plan, n_wiener, lam, mu2, beta, rematch, **_):
+    """Stage 2 on one part's references, against the basic estimate of all parts' stage-1
+    ``hard_sums``; the part's sums."""
+    pilot = _estimate(hard_sums, z)
+    if rematch:
+        matches = _match(plan, pilot[0], n_wiener, part)
+    return _stage_sums(plan, matches, z, pilot, sig, n=n_wiener, kind="wiener", lam=lam,
+                       window=_kaiser2d(plan.block, beta), mu2=mu2, part=part)
+
+
+def _finish(sums, z, x, *, plan, colour):
+    """The estimate (H, W, C) in ``x``'s place from the last stage's sums of all parts (alpha,
+    a fourth colour channel, carried over from ``x``)."""
     r = plan.r
+    est = _estimate(sums, z)
     est = jnp.moveaxis(est[:, r:r + plan.h, r:r + plan.w], 0, -1)
     if colour:
         est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est)
-        if c > 3:
+        if x.shape[-1] > 3:
             est = jnp.concatenate([est, x[..., 3:]], axis=-1)
     return est
+
+
+def _bm3d_one(x, sigma, cval, *, plan, **opts):
+    """BM3D of one image ``x`` (H, W, C) float32 in 0..255 units with noise ``sigma`` (``cval``:
+    the fill of ``mode="constant"`` in the same units), all references in one program."""
+    z, sig = _prepare(x, sigma, cval, plan=plan, mode=opts["mode"], colour=opts["colour"])
+    matches, sums = _hard_part(z, sig, 0, plan=plan, **opts)
+    if opts["stage"] == "both":
+        sums = _wiener_part(z, sig, [sums], matches, 0, plan=plan, **opts)
+    return _finish([sums], z, x, plan=plan, colour=opts["colour"])
+
+
+def _units(img, colour):
+    """The images BM3D denoises for one (H, W, C) image: itself (colour or grey), or each
+    channel as its own grey image (channels without colour meaning)."""
+    if colour or img.shape[-1] == 1:
+        return [img]
+    return [img[..., k:k + 1] for k in range(img.shape[-1])]
+
+
+def _sigma_of(img, sigma, estimate, colour):
+    return _estimate_sigma(img[..., :3] if colour else img) if estimate else sigma
 
 
 def _bm3d_batch(x, sigma, max_value, cval, *, estimate, static):
@@ -311,23 +364,15 @@ def _bm3d_batch(x, sigma, max_value, cval, *, estimate, static):
 
     def one(args):
         img, sg = args
-        if estimate:
-            sg = _estimate_sigma(img[..., :3] if opts["colour"] else img)
-        y = img * scale
-        if opts["colour"] or img.shape[-1] == 1:
-            out = _bm3d_one(y, sg * scale, cval * scale, plan=plan, **opts)
-        else:  # channels without colour meaning: each its own grey image
-            out = jnp.concatenate([_bm3d_one(y[..., k:k + 1], sg * scale, cval * scale, plan=plan, **opts)
-                                   for k in range(img.shape[-1])], axis=-1)
-        return out / scale
+        sg = _sigma_of(img, sg, estimate, opts["colour"]) * scale
+        outs = [_bm3d_one(u * scale, sg, cval * scale, plan=plan, **opts) for u in _units(img, opts["colour"])]
+        return jnp.concatenate(outs, axis=-1) / scale
 
     sig = jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (x.shape[0],))
     return lax.map(one, (x, sig))
 
 
-@functools.partial(jax.jit, static_argnames=("estimate", "static", "out_dtype"))
-def _bm3d_jit(x, sigma, max_value, cval, *, estimate, static, out_dtype):
-    y = _bm3d_batch(x.astype(jnp.float32), sigma, max_value, cval, estimate=estimate, static=static)
+def _to_dtype(y, out_dtype):
     dt = jnp.dtype(out_dtype)
     if jnp.issubdtype(dt, jnp.integer):
         info = jnp.iinfo(dt)
@@ -335,39 +380,110 @@ def _bm3d_jit(x, sigma, max_value, cval, *, estimate, static, out_dtype):
     return y.astype(dt)
 
 
-_estimate_jit = jax.jit(_estimate_sigma)
+@functools.partial(jax.jit, static_argnames=("estimate", "static", "out_dtype"))
+def _bm3d_jit(x, sigma, max_value, cval, *, estimate, static, out_dtype):
+    y = _bm3d_batch(x.astype(jnp.float32), sigma, max_value, cval, estimate=estimate, static=static)
+    return _to_dtype(y, out_dtype)
 
 
-def _margin(search_size, block_size):
-    """Rows of real image a band needs beyond the rows it keeps for an exact result: a
-    pixel's value depends on the reference blocks whose groups cover it (within r + b), their
-    matches (r + b further), the basic estimate there (r + b) and its matches (r + b)."""
-    return 4 * (search_size // 2 + block_size)
+# The same algorithm with each image's references split into parts run in threads (XLA:CPU
+# runs the loop over chunks of references on one core for a grey image, about 1.5 for a
+# colour one; several programs run in parallel):
+# one program prepares the image, one runs stage 1 on a part, one stage 2 on a part (against
+# the basic estimate of all parts' sums), one adds the parts' sums and finishes.
+
+def _plan_opts(h, w, static, parts):
+    geom, rest = static
+    return _Plan(h, w, **dict(geom), parts=parts), dict(rest)
 
 
-def _bands(h, step, margin, threads):
-    """Horizontal bands ``(start, stop, keep_start, keep_stop)`` for ``threads`` threads: the
-    kept rows tile the image; starts are multiples of ``step`` so every band's reference grid
-    is the whole image's; bands keep at least ``2 * margin`` rows (else one band)."""
-    margin = -(-margin // step) * step
-    k = max(1, min(threads, h // (2 * margin)))
-    cuts = [0] + [round(i * h / k / step) * step for i in range(1, k)] + [h]
-    return [(max(0, cuts[i] - margin), min(h, cuts[i + 1] + margin), cuts[i], cuts[i + 1]) for i in range(k)]
+@functools.partial(jax.jit, static_argnames=("estimate", "static", "parts"))
+def _prepare_jit(img, sigma, max_value, cval, *, estimate, static, parts):
+    plan, opts = _plan_opts(img.shape[0], img.shape[1], static, parts)
+    scale = 255.0 / max_value
+    img = img.astype(jnp.float32)
+    sg = _sigma_of(img, sigma, estimate, opts["colour"]) * scale
+    return [_prepare(u * scale, sg, cval * scale, plan=plan, mode=opts["mode"], colour=opts["colour"])
+            for u in _units(img, opts["colour"])]
 
 
-def _run_bands(x, bands, sig, mx, cv, *, static, out_dtype):
-    """Denoise the bands of one image (1, H, W, C) on a thread each (XLA runs one such program
-    on one core; several run in parallel) and stitch the kept rows."""
-    from concurrent.futures import ThreadPoolExecutor
+@functools.partial(jax.jit, static_argnames=("shape", "static", "parts"))
+def _hard_jit(z, sig, part, *, shape, static, parts):
+    plan, opts = _plan_opts(*shape, static, parts)
+    return _hard_part(z, sig, part, plan=plan, **opts)
 
-    def one(band):
-        start, stop, keep0, keep1 = band
-        y = _bm3d_jit(x[:, start:stop], sig, mx, cv, estimate=False, static=static, out_dtype=out_dtype)
-        return y[:, keep0 - start:keep1 - start]
 
-    with ThreadPoolExecutor(len(bands)) as pool:
-        parts = list(pool.map(one, bands))
-    return jnp.concatenate(parts, axis=1)
+@functools.partial(jax.jit, static_argnames=("shape", "static", "parts"))
+def _wiener_jit(z, sig, hard_sums, matches, part, *, shape, static, parts):
+    plan, opts = _plan_opts(*shape, static, parts)
+    return _wiener_part(z, sig, hard_sums, matches, part, plan=plan, **opts)
+
+
+@functools.partial(jax.jit, static_argnames=("static", "parts", "out_dtype"))
+def _finish_jit(unit_sums, zs, img, max_value, *, static, parts, out_dtype):
+    plan, opts = _plan_opts(img.shape[0], img.shape[1], static, parts)
+    scale = 255.0 / max_value
+    units = _units(img.astype(jnp.float32) * scale, opts["colour"])
+    y = jnp.concatenate([_finish(s, z, u, plan=plan, colour=opts["colour"])
+                         for s, (z, _), u in zip(unit_sums, zs, units)], axis=-1)
+    return _to_dtype(y / scale, out_dtype)
+
+
+_COMPILED_PARTS: set = set()
+
+
+def _in_parts(run, parts, signature):
+    """``[run(p) for p in range(parts)]``, in threads; the first call of a new program alone
+    first, so that it is traced and compiled once. Called from one of those threads (a
+    caller's own use of the pool), the parts run one after the other instead of waiting on
+    the pool they occupy."""
+    import threading
+
+    from imgproc._execution import _thread_pool
+
+    if threading.current_thread().name.startswith("imgproc"):
+        return [run(p) for p in range(parts)]
+    first = []
+    if signature not in _COMPILED_PARTS:
+        first = [jax.block_until_ready(run(0))]
+        _COMPILED_PARTS.add(signature)
+    rest = _thread_pool().map(lambda p: jax.block_until_ready(run(p)), range(len(first), parts))
+    return first + list(rest)
+
+
+def _bm3d_parts(x, sigma, max_value, cval, *, estimate, static, out_dtype, parts):
+    """:func:`_bm3d_jit` for a concrete batch (B, H, W, C), image by image, each image's
+    references in ``parts`` parts run in threads. Equal to the one-program result up to the
+    order of the floating-point sums."""
+    b, h, w, c = x.shape
+    kw = dict(static=static, parts=parts)
+    sigmas = jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (b,))
+    out = []
+    for i in range(b):
+        zs = _prepare_jit(x[i], sigmas[i], max_value, cval, estimate=estimate, **kw)
+        unit_sums = []
+        for z, sig in zs:
+            sig_key = ("bm3d", z.shape, static, parts)
+            first = _in_parts(lambda p: _hard_jit(z, sig, p, shape=(h, w), **kw), parts, sig_key + ("hard",))
+            sums = [s for _, s in first]
+            if dict(static[1])["stage"] == "both":
+                sums = _in_parts(lambda p: _wiener_jit(z, sig, sums, first[p][0], p, shape=(h, w), **kw),
+                                 parts, sig_key + ("wiener",))
+            unit_sums.append(sums)
+        out.append(_finish_jit(unit_sums, zs, x[i], max_value, out_dtype=out_dtype, **kw))
+    return jnp.stack(out)
+
+
+def _parts(x, h, w, geom, threads):
+    """How many parts of each image's references to run in threads: ``threads`` (``None``:
+    the CPU cores this process may use), at most the image's chunks of references; 1 (one
+    program) for a traced batch or off the CPU."""
+    from imgproc._execution import cpu_cores
+    from imgproc._validate import is_traced
+
+    if is_traced(x) or jax.default_backend() != "cpu":
+        return 1
+    return max(1, min(cpu_cores() if threads is None else threads, _Plan(h, w, **dict(geom)).chunks))
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,7 +493,7 @@ def _run_bands(x, bands, sig, mx, cv, *, static, out_dtype):
 @callers_type
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
          group_size=(16, 16), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect",
-         cval=0.0, layout=None, chunk_refs=1024, threads=1):
+         cval=0.0, layout=None, chunk_refs=1024, threads=None):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
     Block matching: for every reference block (``block_size`` square, on a grid of ``step``
@@ -431,12 +547,13 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
         Images smaller than a block or the window (1x1 included) are extended the same way.
       cval: fill value of ``mode="constant"`` (in image units).
       layout: None to infer from ndim (HW, HWC, NHWC), or ``"CHW"``/``"NCHW"``.
-      threads: bands of rows denoised in parallel threads for one concrete (not traced) image
-        (XLA runs each band's program on one core). Each band carries
-        ``4 * (search_size // 2 + block_size)`` extra rows so the result equals the one-band
-        result (up to float summation order); images under twice that height per band use one.
-        Default 1: on the shared 2-core test machine ``threads=2`` made a 512x512 image slower
-        (580-740 ms against 450-580 ms); it pays where cores are free and images are large.
+      threads: how many parts of each image's references (whole chunks, see ``chunk_refs``)
+        run at once, in threads, for a concrete (not traced) batch on CPU; ``None`` (default):
+        the CPU cores this process may use, at most the image's chunks. XLA:CPU runs the
+        loop over chunks on at most about 1.5 cores; the parts' sums are added before stage 2
+        and at the end, so the result equals one program's up to the order of the
+        floating-point sums (uint8 output: within one level). Inside ``jax.jit`` the image is
+        one program.
       chunk_refs: about how many reference blocks one step of the compiled loop handles (whole
         rows of the reference grid, at least two; 1024 measured fastest on a 2-core CPU: the
         working set stays in cache).
@@ -475,7 +592,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       time (115-130 ms against 2.5-2.8 s); RGB astronaut/coffee/chelsea, 0.12-0.32 dB below
       ``bm3d_rgb`` (coffee at sigma 50: 0.32) with 15-21x less CPU time (about 340 ms against
       6.6 s). The package runs on two threads where both cores are free (its wall time can be
-      half its CPU time); XLA runs ours on one core (see ``threads``). ``step=4``: 37-40x less
+      half its CPU time); these figures are from one program (``threads=1``). ``step=4``: 37-40x less
       CPU time, 0.12-0.35 dB below the package.
 
     Example:
@@ -497,7 +614,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     step = check_int("step", step, low=1, high=block_size)
     search_size = check_odd("search_size", search_size, low=1, high=MAX_SEARCH)
     chunk_refs = check_int("chunk_refs", chunk_refs, low=1, high=1 << 24)
-    threads = check_int("threads", threads, low=1, high=1024)
+    if threads is not None:
+        threads = check_int("threads", threads, low=1, high=1024)
     if (not isinstance(group_size, (tuple, list)) or len(group_size) != 2
             or any(g not in GROUP_SIZES for g in group_size)):
         raise ValueError(f"group_size must be a pair of powers of two from {GROUP_SIZES}; got {group_size!r}")
@@ -525,11 +643,9 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     sig = jnp.zeros(()) if sigma is None else jnp.asarray(sigma, jnp.float32)
     mx, cv = jnp.asarray(max_value, jnp.float32), jnp.asarray(cval, jnp.float32)
     out_dtype = jnp.dtype(dtype).name
-    bands = _bands(h, step, _margin(search_size, block_size), threads)
-    if len(bands) > 1 and b == 1 and not isinstance(x, jax.core.Tracer):
-        if sigma is None:  # one estimate for the whole image, as without bands
-            sig = _estimate_jit(x[0, ..., :3] if c in (3, 4) else x[0])
-        y = _run_bands(x, bands, sig, mx, cv, static=static, out_dtype=out_dtype)
+    parts = _parts(x, h, w, geom, threads)
+    if parts > 1:
+        y = _bm3d_parts(x, sig, mx, cv, estimate=sigma is None, static=static, out_dtype=out_dtype, parts=parts)
     else:
         y = _bm3d_jit(x, sig, mx, cv, estimate=sigma is None, static=static, out_dtype=out_dtype)
     return from_nhwc(y, layout, image.shape)

@@ -8,7 +8,7 @@ import pytest
 from skimage import data
 from skimage.metrics import peak_signal_noise_ratio as psnr
 
-from imgproc._bm3d import _bior15_matrix8, _estimate_jit, bm3d
+from imgproc._bm3d import _bior15_matrix8, _estimate_sigma, bm3d
 
 SIGMA = 25 / 255
 
@@ -119,8 +119,8 @@ def test_estimate_sigma_matches_skimage(camera96):
     for img in (_noisy(camera96[:33, :40], 0.1), _noisy(data.astronaut()[:31, :30] / 255.0, 0.05)):
         x = img if img.ndim == 3 else img[..., None]
         ref = estimate_sigma(img, channel_axis=-1 if img.ndim == 3 else None, average_sigmas=True)
-        np.testing.assert_allclose(float(_estimate_jit(jnp.asarray(x))), ref, rtol=1e-4)
-    assert float(_estimate_jit(jnp.ones((8, 8, 1)))) < 1e-6
+        np.testing.assert_allclose(float(jax.jit(_estimate_sigma)(jnp.asarray(x))), ref, rtol=1e-4)
+    assert float(jax.jit(_estimate_sigma)(jnp.ones((8, 8, 1)))) < 1e-6
 
 
 def test_bior15_matrix_matches_pywavelets():
@@ -163,16 +163,27 @@ def test_chunking_does_not_change_the_result(camera96):
     np.testing.assert_allclose(chunked, one, atol=1e-5)
 
 
-def test_bands_in_threads_equal_one_band():
+@pytest.mark.parametrize("stage, rematch", [("both", False), ("both", True), ("hard", False)])
+def test_parts_in_threads_equal_one_program(stage, rematch):
     rng = np.random.default_rng(7)
-    img = rng.random((150, 30, 3)).astype(np.float32)
-    kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4))  # margin 4 * (2 + 4) = 24 rows
-    one = np.asarray(bm3d(img, threads=1, **kw))
-    from imgproc._bm3d import _bands
+    img = rng.random((2, 40, 30, 3)).astype(np.float32)  # a batch: image by image
+    kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4), chunk_refs=56, stage=stage, rematch=rematch)
+    from imgproc._bm3d import _Plan, _parts
 
-    assert len(_bands(150, 2, 24, 3)) == 3
-    three = np.asarray(bm3d(img, threads=3, **kw))  # bands of 50 rows (+24 each side)
+    assert _Plan(40, 30, block=4, step=2, search=5, chunk_refs=56).chunks == 5  # 19 reference rows of 14, 4 a chunk
+    plan = _Plan(40, 30, block=4, step=2, search=5, chunk_refs=56, parts=3)
+    assert (plan.chunks, plan.per_part, plan.rc) == (6, 2, 4)  # 24 rows for 19: the last chunk all junk
+    one = np.asarray(bm3d(img, sigma=0.1, threads=1, **kw))
+    three = np.asarray(bm3d(img, sigma=0.1, threads=3, **kw))
     np.testing.assert_allclose(three, one, atol=1e-5)
+    assert _parts(jnp.zeros((1, 40, 30, 3)), 40, 30, (("block", 4), ("step", 2), ("search", 5), ("chunk_refs", 56)), 8) == 5
+
+
+def test_parts_are_one_program_under_jit():
+    img = np.random.default_rng(8).random((24, 24)).astype(np.float32)
+    kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4), chunk_refs=20)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: bm3d(x, sigma=0.1, threads=4, **kw))(img)),
+                               np.asarray(bm3d(img, sigma=0.1, threads=1, **kw)), atol=1e-6)
 
 
 def test_fast_haar_is_the_orthonormal_haar_matrix():
