@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 from imgproc.cli._options import RunOptions
@@ -62,18 +63,59 @@ def _process_on_ray(pipeline, opts: RunOptions, *, key=None) -> int:
     started = not engine.initialized()
     ray = engine.connect(opts.ray_address) if todo else None
     interrupted = False
+    since = time.time()
+    recorded = _Recording(report)
     try:
         with INTERRUPTS:
-            engine.run_jobs(pipeline, todo, opts, report, key=key, stop_point=INTERRUPTS.stop_point)
+            engine.run_jobs(pipeline, todo, opts, recorded, key=key, stop_point=INTERRUPTS.stop_point)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if ray is not None and started:
             ray.shutdown()  # ends the local cluster this run started, or disconnects
+    if interrupted:
+        # the actors write whole outputs (atomically) before their status rows reach the
+        # driver: count the ones this run wrote whose rows had not arrived yet
+        for job in written_unreported(todo, recorded.reported, since):
+            report.ok(path=str(job.src))
     report.summary(interrupted=interrupted)
     if interrupted:
         return 130
     return 1 if report.failed else 0
+
+
+class _Recording:
+    """A report that passes every call on to ``report`` and remembers the inputs reported."""
+
+    def __init__(self, report):
+        self.report, self.reported = report, set()
+
+    def ok(self, skipped=False, path=None):
+        self.reported.add(str(path))
+        self.report.ok(skipped=skipped, path=path)
+
+    def error(self, path, reason, code):
+        self.reported.add(str(path))
+        self.report.error(path, reason, code)
+
+    def warning(self, path, message):
+        self.report.warning(path, message)
+
+
+def written_unreported(jobs, reported, since: float):
+    """The ``jobs`` not in ``reported`` (input paths) whose output exists and was modified
+    at or after ``since`` (``time.time()``): written by this run (an output from before,
+    left for ``--overwrite``, is older)."""
+    out = []
+    for job in jobs:
+        if str(job.src) in reported or str(job.dst) in reported:
+            continue
+        try:
+            if Path(job.dst).stat().st_mtime >= since:
+                out.append(job)
+        except OSError:
+            pass
+    return out
 
 
 def load_spec(spec, **options):

@@ -233,3 +233,40 @@ def test_read_blocks_are_whole_batches_so_no_batch_is_padded_but_the_last(n, bat
     assert max(len(b) for b in blocks) <= max(batch_size, engine.READ_BLOCK_FILES + batch_size - 1)
     batches = -(-n // batch_size)
     assert len(blocks) >= min(batches, 2 * num_actors)  # every actor gets work where there is enough
+
+
+def test_an_interrupted_run_counts_the_outputs_written_before_their_rows_arrived(tmp_path):
+    # Ctrl-C: actors write whole outputs before their status rows reach the driver; the
+    # summary counts those, and not an output from before the run (left for --overwrite)
+    import types
+
+    from imgproc.cli._process import _Recording, written_unreported
+
+    jobs = [types.SimpleNamespace(src=tmp_path / f"in{i}.jpg", dst=tmp_path / f"out{i}.jpg") for i in range(5)]
+    old = jobs[3].dst
+    old.write_bytes(b"from an earlier run")
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    since = time.time()
+    for job in jobs[:3]:
+        job.dst.write_bytes(b"written by this run")
+
+    class Counts:
+        def __init__(self):
+            self.ok_paths, self.errors = [], []
+
+        def ok(self, skipped=False, path=None):
+            self.ok_paths.append(path)
+
+        def error(self, path, reason, code):
+            self.errors.append(path)
+
+        def warning(self, path, message):
+            pass
+
+    counts = Counts()
+    recorded = _Recording(counts)
+    recorded.ok(path=str(jobs[0].src))  # its row arrived
+    recorded.error(str(jobs[1].dst), "disk full", 74)  # reported by its output path
+    assert counts.ok_paths == [str(jobs[0].src)] and counts.errors == [str(jobs[1].dst)]
+    # jobs[2]: written, row not arrived; jobs[3]: older output; jobs[4]: not written
+    assert written_unreported(jobs, recorded.reported, since) == [jobs[2]]
