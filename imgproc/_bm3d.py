@@ -237,9 +237,11 @@ def _inverse(g, t2inv):
 
 def _stage_sums(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0, part=0):
     """One BM3D stage over one part's chunks of references, each with the ``n`` best
-    ``matches`` (that part's, from :func:`_match`); returns the weighted sums of the estimates
-    and the weights on the planar padded canvas (2C, zh, zw). The parts' sums add up to the
-    whole image's (:func:`_estimate`)."""
+    ``matches`` (that part's, from :func:`_match`); returns, on the planar padded canvas
+    (2C, zh, zw), the window-weighted sums of the blocks' estimates and each block's weight
+    at its top-left corner (:func:`_spread` turns those into the window-weighted sums of the
+    weights once, at the end). The parts' sums add up to the whole image's
+    (:func:`_estimate`)."""
     b = plan.block
     p = b * b
     c = z_noisy.shape[0]
@@ -268,20 +270,35 @@ def _stage_sums(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, m
             w = 1.0 / jnp.maximum(jnp.sum(shrink ** 2, axis=(1, 3)), 1e-6)
         est = _inverse(spec, t2inv)  # (R, n, C, b*b)
         w = w * valid[:, None].astype(w.dtype)  # (R, C)
-        wb = jnp.broadcast_to(w[:, None, :, None] * win, est.shape)  # (R, n, C, b*b)
-        both = jnp.concatenate([est * wb, wb], axis=2)  # (R, n, 2C, b*b)
-        both = both.reshape(both.shape[:2] + (2 * c, b, b))
-        return _scatter_blocks(acc, tops, both)
+        num, corners = acc
+        num = _scatter_blocks(num, tops, (est * (w[:, None, :, None] * win)).reshape(est.shape[:3] + (b, b)))
+        # the weights' window sums are linear in the weights: add each block's weight at its
+        # corner here (C values a block instead of C*b*b) and spread them once at the end
+        corners = corners.at[:, tops[..., 0], tops[..., 1]].add(jnp.broadcast_to(w[:, None, :], est.shape[:3]).transpose(2, 0, 1))
+        return num, corners
 
-    return lax.fori_loop(0, plan.per_part, body, jnp.zeros((2 * c, plan.zh, plan.zw), jnp.float32))
+    zeros = jnp.zeros((c, plan.zh, plan.zw), jnp.float32)
+    return jnp.concatenate(lax.fori_loop(0, plan.per_part, body, (zeros, zeros)), axis=0)
 
 
-def _estimate(sums, z_noisy):
-    """The aggregated estimate (C, zh, zw) from the parts' sums (each (2C, zh, zw)); the
-    noisy value where no block landed."""
+def _spread(corners, kaiser):
+    """``sum over blocks of weight * outer(kaiser, kaiser)`` placed at each block: the
+    weights (C, H, W) at the blocks' top-left corners correlated with the separable window
+    (two 1-D passes of ``len(kaiser)`` taps; blocks lie inside the canvas)."""
+    b = len(kaiser)
+    h, w = corners.shape[1:]
+    rows = jnp.pad(corners, ((0, 0), (b - 1, 0), (0, 0)))
+    rows = sum(float(kaiser[i]) * rows[:, b - 1 - i:b - 1 - i + h] for i in range(b))
+    cols = jnp.pad(rows, ((0, 0), (0, 0), (b - 1, 0)))
+    return sum(float(kaiser[j]) * cols[:, :, b - 1 - j:b - 1 - j + w] for j in range(b))
+
+
+def _estimate(sums, z_noisy, kaiser):
+    """The aggregated estimate (C, zh, zw) from the parts' sums (each (2C, zh, zw), see
+    :func:`_stage_sums`); the noisy value where no block landed."""
     acc = functools.reduce(jnp.add, sums)
     c = z_noisy.shape[0]
-    num, den = acc[:c], acc[c:]
+    num, den = acc[:c], _spread(acc[c:], kaiser)
     return jnp.where(den > 0, num / jnp.maximum(den, 1e-20), z_noisy)
 
 
@@ -312,18 +329,18 @@ def _hard_part(z, sig, part, *, plan, stage, n_hard, n_wiener, lam, beta, rematc
 def _wiener_part(z, sig, hard_sums, matches, part, *, plan, n_wiener, lam, mu2, beta, rematch, **_):
     """Stage 2 on one part's references, against the basic estimate of all parts' stage-1
     ``hard_sums``; the part's sums."""
-    pilot = _estimate(hard_sums, z)
+    pilot = _estimate(hard_sums, z, np.kaiser(plan.block, beta))
     if rematch:
         matches = _match(plan, pilot[0], n_wiener, part)
     return _stage_sums(plan, matches, z, pilot, sig, n=n_wiener, kind="wiener", lam=lam,
                        window=_kaiser2d(plan.block, beta), mu2=mu2, part=part)
 
 
-def _finish(sums, z, x, *, plan, colour):
+def _finish(sums, z, x, *, plan, colour, beta):
     """The estimate (H, W, C) in ``x``'s place from the last stage's sums of all parts (alpha,
     a fourth colour channel, carried over from ``x``)."""
     r = plan.r
-    est = _estimate(sums, z)
+    est = _estimate(sums, z, np.kaiser(plan.block, beta))
     est = jnp.moveaxis(est[:, r:r + plan.h, r:r + plan.w], 0, -1)
     if colour:
         est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est)
@@ -339,7 +356,7 @@ def _bm3d_one(x, sigma, cval, *, plan, **opts):
     matches, sums = _hard_part(z, sig, 0, plan=plan, **opts)
     if opts["stage"] == "both":
         sums = _wiener_part(z, sig, [sums], matches, 0, plan=plan, **opts)
-    return _finish([sums], z, x, plan=plan, colour=opts["colour"])
+    return _finish([sums], z, x, plan=plan, colour=opts["colour"], beta=opts["beta"])
 
 
 def _units(img, colour):
@@ -424,7 +441,7 @@ def _finish_jit(unit_sums, zs, img, max_value, *, static, parts, out_dtype):
     plan, opts = _plan_opts(img.shape[0], img.shape[1], static, parts)
     scale = 255.0 / max_value
     units = _units(img.astype(jnp.float32) * scale, opts["colour"])
-    y = jnp.concatenate([_finish(s, z, u, plan=plan, colour=opts["colour"])
+    y = jnp.concatenate([_finish(s, z, u, plan=plan, colour=opts["colour"], beta=opts["beta"])
                          for s, (z, _), u in zip(unit_sums, zs, units)], axis=-1)
     return _to_dtype(y / scale, out_dtype)
 

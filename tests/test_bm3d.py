@@ -194,3 +194,19 @@ def test_fast_haar_is_the_orthonormal_haar_matrix():
     m = _haar_matrix(16)
     np.testing.assert_allclose(spec, np.einsum("mn,rnck->rmck", m, g), atol=1e-5)
     np.testing.assert_allclose(np.asarray(_haar_inv(jnp.asarray(spec))), g, atol=1e-5)
+
+
+def test_spread_weights_equal_the_windows_added_at_each_block():
+    # stage sums keep each block's weight at its corner; _spread adds the Kaiser window there
+    from imgproc._bm3d import _kaiser2d, _spread
+
+    rng = np.random.default_rng(9)
+    b, h, w = 4, 11, 9
+    corners = np.zeros((2, h, w), np.float32)
+    corners[:, :h - b + 1, :w - b + 1] = rng.random((2, h - b + 1, w - b + 1))
+    want = np.zeros_like(corners)
+    win = _kaiser2d(b, 2.0)
+    for y in range(h - b + 1):
+        for x in range(w - b + 1):
+            want[:, y:y + b, x:x + b] += corners[:, y, x][:, None, None] * win
+    np.testing.assert_allclose(np.asarray(_spread(jnp.asarray(corners), np.kaiser(b, 2.0))), want, rtol=1e-5, atol=1e-6)
