@@ -609,7 +609,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       time (115-130 ms against 2.5-2.8 s); RGB astronaut/coffee/chelsea, 0.12-0.32 dB below
       ``bm3d_rgb`` (coffee at sigma 50: 0.32) with 15-21x less CPU time (about 340 ms against
       6.6 s). The package runs on two threads where both cores are free (its wall time can be
-      half its CPU time); these figures are from one program (``threads=1``). ``step=4``: 37-40x less
+      half its CPU time); these figures are from one program (``threads=1``) before the weights
+      were spread once; ``benchmarks/NOTES.md`` "BM3D" has the later ones. ``step=4``: 37-40x less
       CPU time, 0.12-0.35 dB below the package.
 
     Example:
