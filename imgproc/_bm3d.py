@@ -446,33 +446,22 @@ def _finish_jit(unit_sums, zs, img, max_value, *, static, parts, out_dtype):
     return _to_dtype(y / scale, out_dtype)
 
 
-_COMPILED_PARTS: set = set()
+_COMPILED_PARTS: set = set()  # signatures of the part programs already compiled
 
 
 def _in_parts(run, parts, signature):
-    """``[run(p) for p in range(parts)]``, in threads; the first call of a new program alone
-    first, so that it is traced and compiled once. Called from one of those threads (a
-    caller's own use of the pool), the parts run one after the other instead of waiting on
-    the pool they occupy."""
-    import threading
+    """``[run(p) for p in range(parts)]``, in threads (:func:`imgproc._execution.in_threads`:
+    a new program's first part alone first)."""
+    from imgproc._execution import in_threads
 
-    from imgproc._execution import _thread_pool
-
-    if threading.current_thread().name.startswith("imgproc"):
-        return [run(p) for p in range(parts)]
-    first = []
-    if signature not in _COMPILED_PARTS:
-        first = [jax.block_until_ready(run(0))]
-        _COMPILED_PARTS.add(signature)
-    rest = _thread_pool().map(lambda p: jax.block_until_ready(run(p)), range(len(first), parts))
-    return first + list(rest)
+    return in_threads(lambda p: jax.block_until_ready(run(p)), range(parts), lambda p: signature, _COMPILED_PARTS)
 
 
 def _bm3d_parts(x, sigma, max_value, cval, *, estimate, static, out_dtype, parts):
     """:func:`_bm3d_jit` for a concrete batch (B, H, W, C), image by image, each image's
     references in ``parts`` parts run in threads. Equal to the one-program result up to the
     order of the floating-point sums."""
-    b, h, w, c = x.shape
+    b, h, w = x.shape[:3]
     kw = dict(static=static, parts=parts)
     sigmas = jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (b,))
     out = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ from imgproc._sharded import on_several_devices
 from imgproc._validate import check_mode, is_traced
 
 __all__ = [
-    "MIN_IMAGES_PER_PART", "bucket_size", "chunk_size", "cpu_cores", "extend_from", "loop_parts", "run_in_chunks",
+    "MIN_IMAGES_PER_PART", "bucket_size", "chunk_size", "cpu_cores", "extend_from", "in_threads", "loop_parts", "run_in_chunks",
     "run_parts",
 ]
 
@@ -115,10 +116,34 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+_POOL_PREFIX = "imgproc"
+
+
 def _thread_pool():
     if not _POOL:
-        _POOL.append(concurrent.futures.ThreadPoolExecutor(cpu_cores(), thread_name_prefix="imgproc"))
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(cpu_cores(), thread_name_prefix=_POOL_PREFIX))
     return _POOL[0]
+
+
+def in_threads(run, items, signature, compiled: set) -> list:
+    """``[run(item) for item in items]``, run in the pool's threads, one per core. The
+    first item of each program signature (``signature(item)``) not yet in ``compiled`` runs
+    alone first, so that each program is traced and compiled once (then added to
+    ``compiled``). Called from one of the pool's own threads, the items run one after the
+    other instead of waiting on the pool they occupy."""
+    items = list(items)
+    if threading.current_thread().name.startswith(_POOL_PREFIX):
+        return [run(item) for item in items]
+    outs = {}
+    for k, item in enumerate(items):  # compile each new signature once, before going parallel
+        sig = signature(item)
+        if sig not in compiled:
+            outs[k] = run(item)
+            compiled.add(sig)
+    todo = [k for k in range(len(items)) if k not in outs]
+    for k, out in zip(todo, _thread_pool().map(lambda k: run(items[k]), todo)):
+        outs[k] = out
+    return [outs[k] for k in range(len(items))]
 
 
 def loop_parts(images, *, loops: bool, batched: bool, traced_args=()) -> int:
@@ -135,10 +160,10 @@ def loop_parts(images, *, loops: bool, batched: bool, traced_args=()) -> int:
 
 
 def run_parts(run, images, indices, params, parts, compiled: set, signature, *, return_params=False):
-    """Run ``run(images[sl], indices[sl], params[sl])`` for ``parts`` slices in threads (the
-    first slice of a new shape alone first, so each program is traced and compiled once;
-    ``compiled`` holds the slice signatures already compiled, ``signature(shape)`` makes
-    one) and join them. ``run`` returns images, or ``(images, params)`` with
+    """Run ``run(images[sl], indices[sl], params[sl])`` for ``parts`` slices in threads
+    (:func:`in_threads`: the first slice of a new shape alone first, so each program is
+    traced and compiled once; ``compiled`` holds the slice signatures already compiled,
+    ``signature(shape)`` makes one) and join them. ``run`` returns images, or ``(images, params)`` with
     ``return_params``; so does this, joined."""
     bounds = np.linspace(0, images.shape[0], parts + 1).astype(int)
     slices = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
@@ -147,16 +172,7 @@ def run_parts(run, images, indices, params, parts, compiled: set, signature, *, 
         part = host_aligned(images[sl]) if isinstance(images, np.ndarray) else images[sl]
         return jax.block_until_ready(run(part, indices[sl], None if params is None else _slice(params, sl)))
 
-    outs = {}
-    for sl in slices:  # compile each slice shape once, before going parallel
-        sig = signature((sl.stop - sl.start,) + tuple(images.shape[1:]))
-        if sig not in compiled:
-            outs[sl.start] = one(sl)
-            compiled.add(sig)
-    todo = [sl for sl in slices if sl.start not in outs]
-    for sl, out in zip(todo, _thread_pool().map(one, todo)):
-        outs[sl.start] = out
-    ordered = [outs[sl.start] for sl in slices]
+    ordered = in_threads(one, slices, lambda sl: signature((sl.stop - sl.start,) + tuple(images.shape[1:])), compiled)
     if not return_params:
         return _join_aligned(ordered)
     return _join_aligned([o[0] for o in ordered]), _join([o[1] for o in ordered])
