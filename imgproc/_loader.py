@@ -103,7 +103,47 @@ _REFUSED_SIGNATURES = [
     (b"P1", "PNM"), (b"P2", "PNM"), (b"P3", "PNM"), (b"P4", "PNM"), (b"P5", "PNM"), (b"P6", "PNM"),
 ]
 
-_truncated_lock = threading.Lock()
+class _SharedExclusive:
+    """A lock many holders may share, or one may hold alone (shared waits while an
+    exclusive holder waits, so the exclusive one is not starved)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._exclusive and not self._shared)
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+# Pillow's LOAD_TRUNCATED_IMAGES is a module global read during every decode: a load
+# that may not decode truncated data shares this lock, the one that sets the switch holds
+# it alone (else another thread's truncated file would be decoded without being asked).
+_truncated_switch = _SharedExclusive()
 _limit_lock = threading.Lock()
 _meta_lock = threading.Lock()
 
@@ -401,12 +441,13 @@ def _load(img, path, fmt, allow_truncated, note, said):
 def _load_pixels(img, allow_truncated) -> bool:
     """img.load(); True when it took LOAD_TRUNCATED_IMAGES to get the pixels."""
     try:
-        img.load()
+        with _truncated_switch.shared():
+            img.load()
         return False
     except OSError as e:
         if "truncated" not in str(e).lower() or not allow_truncated:
             raise
-    with _truncated_lock:  # Pillow's switch is a module global
+    with _truncated_switch.exclusive():
         old = ImageFile.LOAD_TRUNCATED_IMAGES
         ImageFile.LOAD_TRUNCATED_IMAGES = True
         try:

@@ -106,6 +106,41 @@ def test_truncated_bytes_refused_unless_allowed(corpus):
     assert warned == warned_file and any("truncated JPEG" in w for w in warned)
 
 
+def test_truncated_refused_while_another_thread_decodes_one_allowed(corpus):
+    # Pillow's LOAD_TRUNCATED_IMAGES is process-wide: a decode that was not allowed to
+    # read a truncated file must not run while another thread has the switch on (a folder
+    # run once wrote a truncated JPEG's output without --allow-truncated this way)
+    import threading
+
+    from PIL import ImageFile
+
+    from imgproc._loader import _truncated_switch
+
+    data = corpus["jpeg_truncated.jpg"].read_bytes()
+    with pytest.raises(InvalidImageError):
+        imgproc.decode_image(data)  # everything imported before the timing below
+    outcome = []
+
+    def plain():
+        try:
+            imgproc.decode_image(data)
+            outcome.append("decoded")
+        except InvalidImageError as e:
+            outcome.append(str(e))
+
+    with _truncated_switch.exclusive():
+        ImageFile.LOAD_TRUNCATED_IMAGES = True  # as the allowed decode sets it
+        try:
+            t = threading.Thread(target=plain)
+            t.start()
+            t.join(1.0)
+            assert t.is_alive() and outcome == []  # waits for the switch
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = False
+    t.join(10)
+    assert len(outcome) == 1 and "pass --allow-truncated" in outcome[0]
+
+
 def test_bytes_like_inputs_and_wrong_types():
     data = (SAMPLES / "chelsea.jpg").read_bytes()
     ref = imgproc.decode_image(data)
