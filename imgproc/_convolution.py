@@ -5,8 +5,9 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 
 ``"separable"``
     1-D shifted sums along H then W for each separable term of the kernel (a Gaussian or
-    box has one term, the sharpen kernel two; any concrete kernel factors exactly into
-    rank-many terms). Borders come from static index maps: on CPU the interior is summed
+    box has one term; any concrete kernel factors exactly into rank-many terms). A term
+    that is a single tap at the centre is the image scaled, with no pass: the sharpen
+    kernel is such a term plus a box (:func:`imgproc.kernels.factor`). Borders come from static index maps: on CPU the interior is summed
     and the thin border bands put over it (no padded copy of the image); on GPU/TPU
     each pass sums shifted slices of a padded copy, which XLA fuses into the pass
     (:func:`imgproc._separable.pad_first`). The default for separable kernels everywhere.
@@ -19,7 +20,8 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     ``jax.scipy.signal.convolve2d(..., mode="valid")`` per plane after an explicit border
     extension (it only knows zero fill); the seed chapter's approach.
 ``"auto"``
-    ``"separable"`` when the kernel is separable (rank 1); otherwise ``"direct"`` on CPU and
+    ``"separable"`` when the kernel is separable (rank 1), or a centre weight plus a
+    rank-1 kernel (the sharpen); otherwise ``"direct"`` on CPU and
     ``"conv"`` on GPU/TPU (why: benchmarks/NOTES.md, "Lowering choices").
 """
 
@@ -43,11 +45,12 @@ from imgproc._arrays import (
 from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
 from imgproc._output_buffers import IntoBuffer
-from imgproc._separable import correlate_direct, correlate_separable as _correlate_passes
+from imgproc._separable import centre_weight, correlate_direct, correlate_separable as _correlate_passes
 from imgproc._stages import NO_HINTS
 from imgproc._validate import METHODS, check_method, check_mode, is_traced
-# "auto" on CPU: separable passes for rank-1 kernels; a rank-2 kernel (sharpen) as two
-# separable terms measured slower than one direct 2-D pass (benchmarks/NOTES.md).
+# "auto": separable passes for kernels with one term that needs passes (rank 1, or a centre
+# weight plus rank 1: the sharpen); two terms that both need passes measured slower than
+# one direct 2-D pass on CPU (benchmarks/NOTES.md).
 MAX_SEPARABLE_TERMS = 1
 _HIGHEST = lax.Precision.HIGHEST
 
@@ -116,11 +119,19 @@ def _convolve2d(x, k, mode, cval):
 def _separable(x, terms, mode, cval, in_place):
     out = None
     for col, row in terms:
-        # outside the image, the vertical pass of a constant cval is cval * sum(col)
-        y = _correlate_passes(x, col, row, mode=mode, cval=cval,
-                              cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
+        w = centre_weight(col, row)
+        if w is not None:  # a centre tap: the image scaled, no pass
+            y = x * jnp.asarray(w, x.dtype)
+        else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
+            y = _correlate_passes(x, col, row, mode=mode, cval=cval,
+                                  cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
         out = y if out is None else out + y
     return out
+
+
+def pass_terms(terms) -> int:
+    """How many of the separable ``terms`` need passes (a centre tap needs none)."""
+    return sum(centre_weight(col, row) is None for col, row in terms)
 
 
 def run_lowering(x, plan, mode, cval, *, in_place=False):
@@ -209,17 +220,19 @@ LOOP_CONVOLVE2D_MAX_TAPS = 25
 
 def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     """The lowering ``method="auto"`` picks on ``backend`` (default: the current one) for a
-    kernel with ``n_terms`` separable terms (``None`` when unknown, e.g. a traced kernel)
-    and ``taps`` weights:
+    kernel with ``n_terms`` separable terms that need passes (:func:`pass_terms`; ``None``
+    when unknown, e.g. a traced kernel) and ``taps`` weights:
 
     * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
-      of a stage traced in a ``lax.map`` over images), kernels of at most two separable
-      terms (the Gaussian, box, the 5x5 sharpen) run as ``"separable"`` passes, which fuse
+      of a stage traced in a ``lax.map`` over images), kernels of at most two such
+      terms run as ``"separable"`` passes, which fuse
       with the loop's other stages; other kernels of at most 25 taps as ``"convolve2d"``:
       there XLA lowers the per-plane convolution to its convolution library, faster than
       shifted sums (stand-alone it is much slower, so only there; benchmarks/NOTES.md,
       "Augmentation on CPU");
-    * rank-1 kernels run as two 1-D passes everywhere (fastest on CPU and on an H100);
+    * kernels of one term that needs passes (rank 1, or a centre weight plus rank 1, whose
+      centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes everywhere
+      (fastest on CPU and on an H100);
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     cpu = (backend or jax.default_backend()) == "cpu"
@@ -303,7 +316,7 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         terms = _kernels.factor(kernel)  # exact: as many terms as the kernel's rank
     if method == "auto":
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
-        method = auto_method(None if terms is None else len(terms), taps=int(taps), in_loop=(hints or NO_HINTS).in_loop)
+        method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps), in_loop=(hints or NO_HINTS).in_loop)
     if method == "separable" and terms is None:
         raise ValueError(
             "method='separable' needs a concrete kernel (or its separable terms) to factor; "

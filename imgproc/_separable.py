@@ -49,6 +49,20 @@ def _concrete(w):
         return None
 
 
+def centre_weight(col, row):
+    """The weight of a separable term that is a single tap at the centre of both axes
+    (``col`` and ``row`` zero but at index ``len // 2``; :func:`imgproc.kernels.factor`
+    gives one for the sharpen kernel), as a Python float; None for any other term or
+    traced weights. Such a term is the image times the weight: no pass, no border."""
+    c, r = _concrete(col), _concrete(row)
+    if c is None or r is None or c.ndim != 1 or r.ndim != 1 or not c.size or not r.size:
+        return None
+    a, b = c.size // 2, r.size // 2
+    if np.count_nonzero(c) > 1 or np.count_nonzero(r) > 1 or c[a] == 0 or r[b] == 0:
+        return None
+    return float(np.float32(c[a]) * np.float32(r[b]))
+
+
 def _terms_1d(w):
     """Static description of a 1-D kernel's taps.
 

@@ -211,8 +211,15 @@ def factor(kernel, *, rtol: float = 1e-6):
     ``kernel ≈ sum(np.outer(col, row))``.
 
     Uses the singular value decomposition and keeps the terms whose singular value exceeds
-    ``rtol`` times the largest. A Gaussian or box gives one term, the sharpen kernel two.
-    Returns float32 1-D arrays.
+    ``rtol`` times the largest. A Gaussian or box gives one term. A rank-2 kernel that is a
+    weight at the centre (index ``size // 2``) plus a rank-1 kernel (the sharpen kernel:
+    ``(center + 1) / s`` at the centre minus a box) gives those two terms, the centre term
+    first (``col`` and ``row`` zero but at the centre): the filters apply it as a scaled
+    copy of the image, without a pass. Returns float32 1-D arrays.
+
+    Example:
+        >>> [int(np.count_nonzero(c)) for c, r in factor(sharpen(5))]  # the centre, then the box
+        [1, 5]
     """
     k = np.asarray(kernel, np.float64)
     if k.ndim != 2:
@@ -229,4 +236,31 @@ def factor(kernel, *, rtol: float = 1e-6):
         if row.sum() < 0:  # keep the row factor positive-sum for readability
             col, row = -col, -row
         terms.append((col.astype(np.float32), row.astype(np.float32)))
+    if len(terms) == 2:
+        return _centre_and_rank1(k, rtol) or terms
     return terms
+
+
+def _centre_and_rank1(k, rtol):
+    """``[(centre col, centre row), (col, row)]`` when ``k`` minus a weight at its centre
+    has rank 1, else None. A rank-1 ``m`` has ``m[a, b] = m[a, j] * m[i, b] / m[i, j]``
+    for any ``i != a, j != b`` with ``m[i, j] != 0``: that fixes the centre weight."""
+    a, b = k.shape[0] // 2, k.shape[1] // 2
+    off = np.abs(k).copy()
+    off[a, :] = 0
+    off[:, b] = 0
+    i, j = np.unravel_index(np.argmax(off), k.shape)
+    if off[i, j] == 0:
+        return None
+    rest = k.copy()
+    rest[a, b] = k[a, j] * k[i, b] / k[i, j]
+    u, s, vt = np.linalg.svd(rest)
+    if s[1] > rtol * s[0]:
+        return None
+    col, row = u[:, 0] * np.sqrt(s[0]), vt[0] * np.sqrt(s[0])
+    if row.sum() < 0:
+        col, row = -col, -row
+    centre_col, centre_row = np.zeros(k.shape[0]), np.zeros(k.shape[1])
+    centre_col[a], centre_row[b] = k[a, b] - rest[a, b], 1.0
+    f32 = lambda v: v.astype(np.float32)  # noqa: E731
+    return [(f32(centre_col), f32(centre_row)), (f32(col), f32(row))]

@@ -29,6 +29,10 @@ class Case:
     identity_options: dict | None = None  # options that make it the identity
     separable: bool = False  # has a single separable term: every lowering applies
 
+# a weight at the centre plus an asymmetric rank-1 kernel: factor() gives the centre term
+# (applied without a pass) and one separable term
+K53_CENTRE = np.outer([0.2, -0.1, 0.4, 0.3, 0.1], [0.5, -0.3, 0.2]).astype(np.float32)
+K53_CENTRE[2, 1] += 0.7
 
 
 CASES = [
@@ -36,6 +40,11 @@ CASES = [
         "correlate",
         lambda x, **o: imgproc.correlate(x, K53, **o),
         lambda p, mode, cval: ndi.correlate(p, K53.astype(np.float64), mode=mode, cval=cval),
+    ),
+    Case(
+        "correlate_centre_plus_rank1",
+        lambda x, **o: imgproc.correlate(x, K53_CENTRE, **o),
+        lambda p, mode, cval: ndi.correlate(p, K53_CENTRE.astype(np.float64), mode=mode, cval=cval),
     ),
     Case(
         "convolve",

@@ -82,6 +82,35 @@ def test_factor_ranks():
     np.testing.assert_allclose(sum(np.outer(c, r) for c, r in terms), kernels.emboss(), atol=1e-6)
 
 
+def _plus_centre(k, w):
+    k = np.array(k, np.float64)
+    k[k.shape[0] // 2, k.shape[1] // 2] += w
+    return k
+
+
+@pytest.mark.parametrize("kernel", [kernels.sharpen(3), kernels.sharpen(5), kernels.sharpen(7, center=60.0),
+                                    _plus_centre(np.outer([1.0, -2.0, 0.5], [0.3, 0.1, 0.2, 0.4, -0.1]), 5.0),
+                                    _plus_centre(np.outer([0.5, 0.0, 2.0], [1.0, 1.0, 0.0]), -3.0)])
+def test_factor_centre_plus_rank1(kernel):
+    """A weight at the centre plus a rank-1 kernel factors as those two terms, the centre
+    term first: zero but at index size // 2 of both axes (the filters apply it without a pass)."""
+    kernel = np.asarray(kernel, np.float32)
+    (cc, cr), (col, row) = kernels.factor(kernel)
+    assert np.count_nonzero(cc) == 1 and cc[len(cc) // 2] != 0
+    assert np.count_nonzero(cr) == 1 and cr[len(cr) // 2] != 0
+    np.testing.assert_allclose(np.outer(cc, cr) + np.outer(col, row), kernel, atol=1e-6)
+    assert np.linalg.matrix_rank(np.outer(col, row).astype(np.float64), tol=1e-5) == 1
+
+
+def test_factor_keeps_svd_terms_without_a_centre_plus_rank1_form():
+    laplace = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)  # rank 2, off-centre taps on the cross only
+    two = np.outer([1.0, 2.0, 3.0], [1.0, 0.0, 1.0]) + np.outer([0.0, 1.0, -1.0], [2.0, 1.0, 0.5])
+    for k in (laplace, two.astype(np.float32)):
+        terms = kernels.factor(k)
+        assert len(terms) == 2 and all(np.count_nonzero(c) > 1 for c, r in terms)
+        np.testing.assert_allclose(sum(np.outer(c, r) for c, r in terms), k, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "call, match",
     [
