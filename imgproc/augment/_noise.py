@@ -6,8 +6,8 @@ Per-pixel random fields are drawn from a counter-based hash keyed by two 32-bit 
 ``jax.random.normal`` on the whole image: on CPU threefry normals cost several times more
 per value (benchmarks/NOTES.md, "Hashed noise"). Each value
 is ``mix(mix(counter ^ w0) + w1)`` with ``mix`` the "lowbias32" integer finaliser (an
-invertible 32-bit mixer; Wellons 2018); normals are ``sqrt(2) * erfinv(2u - 1)`` like
-``jax.random.normal``. The two words are the op's drawn parameters, so a replay gives the
+invertible 32-bit mixer; Wellons 2018); normals come from Box-Muller on pairs of values
+(:func:`hash_normal`). The two words are the op's drawn parameters, so a replay gives the
 same field. Reproducible for a given key, independent across keys derived by
 ``fold_in``/``split``.
 """
@@ -68,10 +68,37 @@ def hash_uniform(words, shape, layout=None):
 
 
 def hash_normal(words, shape, layout=None):
-    """Standard normal float32 field of ``shape``: ``sqrt(2) * erfinv(2u - 1)`` of a hashed
-    uniform field (the inverse-CDF method of ``jax.random.normal``; elementwise, so XLA fuses
-    it into one loop; Box-Muller's ``cos`` costs 3x more on CPU)."""
-    return np.float32(np.sqrt(2.0)) * jax.scipy.special.erfinv(2.0 * hash_uniform(words, shape, layout) - 1.0)
+    """Standard normal float32 field of ``shape`` keyed by ``words``: Box-Muller on pairs of
+    consecutive (H, W, C) positions. Pair ``p`` draws ``u`` (from counter ``p``) and ``v``
+    (from counter ``p + 2**31``: disjoint counters of one bijective hash, so independent
+    draws); position ``2p`` gets ``sqrt(-2 ln u) cos(2 pi v)`` and ``2p + 1`` the sine
+    (the cosine of the angle three quarters of a turn on, added to ``v``'s 32 bits). The
+    angle's cosine is a polynomial on an eighth of a turn (within 2e-7 of ``cos``), so the
+    field is one elementwise loop: 2.4x faster than ``sqrt(2) * erfinv(2u - 1)`` (the
+    inverse-CDF method of ``jax.random.normal``) and 15x faster than with ``jnp.cos``/``sin``
+    (benchmarks/NOTES.md, "Hashed noise"). With 24-bit ``u`` the largest value is about 5.9."""
+    i = _counter(shape, layout)
+    pair = i >> 1
+    u = _mix(_mix(pair ^ words[0]) + words[1])
+    v = _mix(_mix((pair | jnp.uint32(1 << 31)) ^ words[0]) + words[1])
+    turn = v + (i & 1) * jnp.uint32(0xC0000000)  # sin(a) = cos(a + 3/4 turn), wrapping mod 2**32
+    return jnp.sqrt(-2.0 * jnp.log(_unit(u))) * _cos_turns(turn)
+
+
+def _cos_turns(t):
+    """cos(2 pi t / 2**32) of uint32 ``t``: the octant from the top 3 bits, then a sine or
+    cosine polynomial (Taylor to degree 9 / 8 on [0, pi/4], error < 2e-7)."""
+    octant = t >> 29
+    f = ((t << 3) >> 8).astype(jnp.float32) * np.float32(1.0 / 16777216.0)  # position in the octant, [0, 1)
+    f = jnp.where((octant & 1) == 1, 1.0 - f, f)  # odd octants run backwards
+    a = f * np.float32(np.pi / 4)
+    a2 = a * a
+    sin = a * (1.0 + a2 * (-1 / 6 + a2 * (1 / 120 + a2 * (-1 / 5040 + a2 * (1 / 362880)))))
+    cos = 1.0 + a2 * (-0.5 + a2 * (1 / 24 + a2 * (-1 / 720 + a2 * (1 / 40320))))
+    # octants 0, 3, 4, 7 take the cosine of the reduced angle, 1, 2, 5, 6 its sine;
+    # negative in octants 2 to 5
+    value = jnp.where(((octant + 1) & 2) == 2, sin, cos)
+    return jnp.where((octant >= 2) & (octant <= 5), -value, value)
 
 
 def _field_params(key, shape, *, layout):
