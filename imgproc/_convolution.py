@@ -7,8 +7,9 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     1-D shifted sums along H then W for each separable term of the kernel (a Gaussian or
     box has one term; any concrete kernel factors exactly into rank-many terms). A term
     that is a single tap at the centre is the image scaled, with no pass: the sharpen
-    kernel is such a term plus a box (:func:`imgproc.kernels.factor`). Borders come from static index maps: on CPU the interior is summed
-    and the thin border bands put over it (no padded copy of the image); on GPU/TPU
+    kernel is such a term plus a box (:func:`imgproc.kernels.factor`). Borders come from
+    static index maps: on CPU the interior is summed and the thin border bands put over
+    it (no padded copy of the image); on GPU/TPU
     each pass sums shifted slices of a padded copy, which XLA fuses into the pass
     (:func:`imgproc._separable.pad_first`). The default for separable kernels everywhere.
 ``"direct"``
@@ -316,7 +317,8 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         terms = _kernels.factor(kernel)  # exact: as many terms as the kernel's rank
     if method == "auto":
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
-        method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps), in_loop=(hints or NO_HINTS).in_loop)
+        method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
+                             in_loop=(hints or NO_HINTS).in_loop)
     if method == "separable" and terms is None:
         raise ValueError(
             "method='separable' needs a concrete kernel (or its separable terms) to factor; "
