@@ -59,12 +59,17 @@ def _unit(words):
     return ((words >> 8).astype(jnp.float32) + 0.5) * (1.0 / 16777216.0)
 
 
+def _hash(counter, words):
+    """The 32-bit word of each ``counter`` value, keyed by ``words``: a bijection of the
+    counter for given words."""
+    return _mix(_mix(counter ^ words[0]) + words[1])
+
+
 def hash_uniform(words, shape, layout=None):
     """Uniform (0, 1) float32 field of ``shape`` keyed by ``words`` (:func:`field_words`);
     the same numbers at the same (H, W, C) position for channel-first and channel-last
     layouts."""
-    i = _counter(shape, layout)
-    return _unit(_mix(_mix(i ^ words[0]) + words[1]))
+    return _unit(_hash(_counter(shape, layout), words))
 
 
 def hash_normal(words, shape, layout=None):
@@ -79,8 +84,8 @@ def hash_normal(words, shape, layout=None):
     (benchmarks/NOTES.md, "Hashed noise"). With 24-bit ``u`` the largest value is about 5.9."""
     i = _counter(shape, layout)
     pair = i >> 1
-    u = _mix(_mix(pair ^ words[0]) + words[1])
-    v = _mix(_mix((pair | jnp.uint32(1 << 31)) ^ words[0]) + words[1])
+    u = _hash(pair, words)
+    v = _hash(pair | jnp.uint32(1 << 31), words)
     turn = v + (i & 1) * jnp.uint32(0xC0000000)  # sin(a) = cos(a + 3/4 turn), wrapping mod 2**32
     return jnp.sqrt(-2.0 * jnp.log(_unit(u))) * _cos_turns(turn)
 
