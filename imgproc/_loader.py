@@ -103,6 +103,7 @@ _REFUSED_SIGNATURES = [
     (b"P1", "PNM"), (b"P2", "PNM"), (b"P3", "PNM"), (b"P4", "PNM"), (b"P5", "PNM"), (b"P6", "PNM"),
 ]
 
+
 class _SharedExclusive:
     """A lock many holders may share, or one may hold alone (shared waits while an
     exclusive holder waits, so the exclusive one is not starved)."""

@@ -224,6 +224,15 @@ def factor(kernel, *, rtol: float = 1e-6):
     k = np.asarray(kernel, np.float64)
     if k.ndim != 2:
         raise ValueError(f"factor takes a 2-D kernel; got shape {k.shape}")
+    terms = _svd_terms(k, rtol)
+    if len(terms) == 2:
+        return _centre_and_rank1(k, rtol) or terms
+    return terms
+
+
+def _svd_terms(k, rtol):
+    """The separable terms of float64 ``k`` by its singular values above ``rtol`` times the
+    largest (all zero: one zero term), as float32."""
     u, s, vt = np.linalg.svd(k)
     if s[0] == 0:
         return [(np.zeros(k.shape[0], np.float32), np.zeros(k.shape[1], np.float32))]
@@ -236,8 +245,6 @@ def factor(kernel, *, rtol: float = 1e-6):
         if row.sum() < 0:  # keep the row factor positive-sum for readability
             col, row = -col, -row
         terms.append((col.astype(np.float32), row.astype(np.float32)))
-    if len(terms) == 2:
-        return _centre_and_rank1(k, rtol) or terms
     return terms
 
 
@@ -254,13 +261,9 @@ def _centre_and_rank1(k, rtol):
         return None
     rest = k.copy()
     rest[a, b] = k[a, j] * k[i, b] / k[i, j]
-    u, s, vt = np.linalg.svd(rest)
-    if s[1] > rtol * s[0]:
+    terms = _svd_terms(rest, rtol)
+    if len(terms) != 1:
         return None
-    col, row = u[:, 0] * np.sqrt(s[0]), vt[0] * np.sqrt(s[0])
-    if row.sum() < 0:
-        col, row = -col, -row
-    centre_col, centre_row = np.zeros(k.shape[0]), np.zeros(k.shape[1])
+    centre_col, centre_row = np.zeros(k.shape[0], np.float32), np.zeros(k.shape[1], np.float32)
     centre_col[a], centre_row[b] = k[a, b] - rest[a, b], 1.0
-    f32 = lambda v: v.astype(np.float32)  # noqa: E731
-    return [(f32(centre_col), f32(centre_row)), (f32(col), f32(row))]
+    return [(centre_col, centre_row), terms[0]]
