@@ -6,8 +6,10 @@ the same table. Everything is timed in one run, on one batch:
 * **Gaussian blur** (σ = 1, 5×5 and σ = 3, 25×25) on a 256×224×224×3 float32 batch that
   lives on the device: imgproc's shifted-sum lowering (``method="separable"``, the CPU
   default), its single-pass ``method="direct"``, its ``lax.conv_general_dilated`` lowering
-  (``method="conv"``, what ``"auto"`` picks on GPU) and torchvision's ``gaussian_blur``
-  (NCHW). Each row gives its achieved bandwidth as a fraction of the device's measured copy
+  (``method="conv"``, what ``"auto"`` picks on GPU), its fused Pallas kernel
+  (``method="pallas"``: a tile and its halo in shared memory for both passes; not yet
+  picked by ``"auto"``, which waits for this row) and torchvision's ``gaussian_blur``
+  (NCHW). With ``--quick`` off a GPU the Pallas row runs in interpret mode (seconds a call). Each row gives its achieved bandwidth as a fraction of the device's measured copy
   bandwidth (``y = x + 0`` in JAX). The traffic counted is the ideal one of one blur: one
   read and one write of the batch.
 * **The denoise preset** (5×5 Gaussian then 5×5 sharpen) on the same batch: imgproc's
@@ -74,7 +76,7 @@ def filter_benchmarks(n, calls, repeats, h=224, w=224, c=3):
     blur = Group("gpu_gaussian", f"Gaussian blur, {n}x{h}x{w}x{c} float32 on the device")
     cases = [Case("copy", "copy (x + 0)", lambda: copy(x))]
     for sigma, size in ((1.0, 5), (3.0, 25)):
-        for method in ("separable", "direct", "conv", "auto"):
+        for method in ("separable", "direct", "conv", "pallas", "auto"):
             f = jax.jit(lambda a, m=method, s=sigma, k=size: imgproc.gaussian_blur(a, s, size=k, method=m))
             cases.append(Case(f"imgproc_{method}_sigma{sigma:g}", f"imgproc method={method}, σ={sigma:g} ({size}×{size})",
                               lambda f=f: f(x)))

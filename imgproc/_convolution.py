@@ -20,6 +20,11 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 ``"convolve2d"``
     ``jax.scipy.signal.convolve2d(..., mode="valid")`` per plane after an explicit border
     extension (it only knows zero fill); the seed chapter's approach.
+``"pallas"``
+    each separable term as one fused Pallas (Mosaic GPU) kernel that keeps a tile and its
+    halo in shared memory for both passes (:mod:`imgproc._pallas`); concrete weights only.
+    Natively on a CUDA GPU; elsewhere in Pallas's GPU interpret mode (slow: for tests).
+    Not picked by ``"auto"`` (not yet timed on a GPU).
 ``"auto"``
     ``"separable"`` when the kernel is separable (rank 1), or a centre weight plus a
     rank-1 kernel (the sharpen); otherwise ``"direct"`` on CPU and
@@ -46,6 +51,7 @@ from imgproc._arrays import (
 from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
 from imgproc._output_buffers import IntoBuffer
+from imgproc._pallas import correlate_fused, runs_natively
 from imgproc._separable import centre_weight, correlate_direct, correlate_separable as _correlate_passes
 from imgproc._stages import NO_HINTS
 from imgproc._validate import METHODS, check_method, check_mode, is_traced
@@ -117,12 +123,16 @@ def _convolve2d(x, k, mode, cval):
     return jnp.moveaxis(conv(planes).reshape(b, c, h, w), 1, 3)
 
 
-def _separable(x, terms, mode, cval, in_place):
+def _separable(x, terms, mode, cval, in_place, *, fused=False):
+    """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
+    kernel (the ``"pallas"`` lowering) instead of two XLA passes."""
     out = None
     for col, row in terms:
         w = centre_weight(col, row)
         if w is not None:  # a centre tap: the image scaled, no pass
             y = x * jnp.asarray(w, x.dtype)
+        elif fused:
+            y = correlate_fused(x, col, row, mode=mode, cval=cval, interpret=not runs_natively())
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
@@ -140,8 +150,8 @@ def run_lowering(x, plan, mode, cval, *, in_place=False):
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
     feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
     method, kernel, terms = plan
-    if method == "separable":
-        return _separable(x, terms, mode, cval, in_place)
+    if method in ("separable", "pallas"):
+        return _separable(x, terms, mode, cval, in_place, fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
@@ -267,7 +277,7 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"``, ``"NCHW"``.
         method: lowering, ``"auto"``, ``"separable"``, ``"direct"``, ``"conv"``,
-            ``"convolve2d"`` (see :mod:`imgproc._convolution`).
+            ``"convolve2d"``, ``"pallas"`` (see :mod:`imgproc._convolution`).
         hints: where the call is traced (:class:`imgproc.LoweringHints`; a pipeline
             passes them): changes how XLA computes the result, never the numbers.
 
@@ -319,14 +329,14 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
         method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
                              in_loop=(hints or NO_HINTS).in_loop)
-    if method == "separable" and terms is None:
+    if method in ("separable", "pallas") and terms is None:
         raise ValueError(
-            "method='separable' needs a concrete kernel (or its separable terms) to factor; "
+            f"method={method!r} needs a concrete kernel (or its separable terms) to factor; "
             "use method='direct', 'conv' or 'convolve2d' for a traced kernel"
         )
-    if kernel is None and method != "separable":
+    if kernel is None and method not in ("separable", "pallas"):
         kernel = _outer_sum(terms)
-    if method == "separable":
+    if method in ("separable", "pallas"):
         return method, None, tuple(terms)
     return method, kernel, ()
 

@@ -72,7 +72,7 @@ METHOD_CASES = [c for c in CASES if c.name in ("correlate", "correlate_centre_pl
 
 
 @pytest.mark.parametrize("case", METHOD_CASES, ids=[c.name for c in METHOD_CASES])
-@pytest.mark.parametrize("method", ["direct", "conv", "convolve2d", "separable"])
+@pytest.mark.parametrize("method", ["direct", "conv", "convolve2d", "separable", "pallas"])
 @pytest.mark.parametrize("mode", MODES)
 def test_every_lowering_matches_reference(case, method, mode, rng):
     hwc = _image(rng, 13, 11, 2)

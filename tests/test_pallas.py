@@ -1,0 +1,121 @@
+"""The ``"pallas"`` lowering (imgproc._pallas): the fused Mosaic GPU kernel, run here in
+Pallas's GPU interpret mode, and lowered for CUDA without a GPU. The shared parity table
+runs through it in test_filters.py (test_every_lowering_matches_reference)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import imgproc
+from imgproc import _pallas
+
+pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
+
+
+def _reference(x, col, row, mode, cval):
+    k = np.outer(np.asarray(col, np.float64), np.asarray(row, np.float64))
+    return np.stack([np.stack([ndi.correlate(im[..., c].astype(np.float64), k, mode=mode, cval=cval)
+                               for c in range(x.shape[-1])], -1) for im in x])
+
+
+# (B, H, W, C), sigma, mode: several row and column tiles with partial last tiles, an
+# image smaller than the kernel, one and four channels, and a radius that narrows the tile.
+TILE_CASES = [
+    ((2, 70, 150, 3), 1.0, "reflect"),
+    ((1, 33, 47, 3), 3.0, "constant"),
+    ((1, 40, 45, 1), 2.0, "wrap"),
+    ((3, 5, 4, 3), 3.0, "mirror"),
+    ((1, 64, 100, 4), 1.5, "nearest"),
+    ((1, 50, 60, 3), 9.0, "reflect"),
+]
+
+
+@pytest.mark.parametrize("shape, sigma, mode", TILE_CASES)
+def test_fused_kernel_matches_scipy_across_tiles(shape, sigma, mode, rng):
+    x = rng.random(shape, dtype=np.float32)
+    col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
+    got = np.asarray(jax.jit(lambda v: _pallas.correlate_fused(v, col, row, mode=mode, cval=0.25, interpret=True))(x))
+    np.testing.assert_allclose(got, _reference(x, col, row, mode, 0.25), atol=2e-6, rtol=0)
+
+
+def test_asymmetric_weights_and_zero_taps(rng):
+    x = rng.random((1, 37, 41, 3), dtype=np.float32)
+    col, row = np.array([0.5, 0.0, -1.0, 2.0, 0.25]), np.array([1.0, 0.0, 0.0])
+    got = np.asarray(_pallas.correlate_fused(x, col, row, mode="reflect", cval=0.0, interpret=True))
+    np.testing.assert_allclose(got, _reference(x, col, row, "reflect", 0.0), atol=2e-6, rtol=0)
+
+
+def test_no_races_and_no_uninitialised_reads(monkeypatch, rng):
+    """The interpreter's race detector watches the TMA copies against the kernel's loads and
+    stores (it reports a race when the barrier wait is left out); unwritten shared memory
+    reads as NaN."""
+    from jax._src.pallas.mosaic_gpu.interpret.interpret_pallas_call import get_races
+    from jax._src.pallas.mosaic_gpu.interpret.params import InterpretGPUParams
+
+    monkeypatch.setattr(_pallas, "_interpret_params",
+                        lambda: InterpretGPUParams(detect_races=True, uninitialized_memory="nan"))
+    x = rng.random((2, 40, 50, 3), dtype=np.float32)
+    col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(1.0))[0]
+    got = np.asarray(_pallas.correlate_fused(x, col, row, mode="reflect", cval=0.0, interpret=True))
+    assert not get_races().races_found
+    assert np.isfinite(got).all()
+
+
+@pytest.mark.parametrize("dtype, layout", [("uint8", "NCHW"), ("float32", "HWC"), ("uint16", "CHW")])
+def test_public_filters_take_the_lowering(dtype, layout, rng):
+    x = rng.random((2, 3, 30, 40) if layout == "NCHW" else (3, 30, 40) if layout == "CHW" else (30, 40, 3))
+    x = (x * np.iinfo(dtype).max).astype(dtype) if dtype != "float32" else x.astype(np.float32)
+    arg = None if layout == "HWC" else layout
+    for f in (lambda v, m: imgproc.gaussian_blur(v, 1.5, layout=arg, method=m),
+              lambda v, m: imgproc.sharpen(v, layout=arg, method=m),
+              lambda v, m: imgproc.box_blur(v, 5, layout=arg, method=m, mode="constant", cval=7.0)):
+        got, ref = np.asarray(f(x, "pallas")), np.asarray(f(x, "separable"))
+        assert got.dtype == x.dtype and got.shape == x.shape
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), atol=1 if dtype != "float32" else 2e-6)
+
+
+def test_vmap_and_jit_equal_eager(rng):
+    batch = rng.random((3, 12, 14, 3), dtype=np.float32)
+    call = lambda im: imgproc.gaussian_blur(im, 1.0, method="pallas")  # noqa: E731
+    looped = np.stack([np.asarray(call(im)) for im in batch])
+    np.testing.assert_allclose(np.asarray(jax.vmap(call)(batch)), looped, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(call)(batch[0])), looped[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("sigma, shape", [(1.0, (1, 2048, 2048, 3)), (3.0, (1, 2048, 2048, 3)),
+                                          (3.0, (4, 100, 70, 1)), (9.0, (1, 64, 64, 3))])
+def test_lowers_for_cuda_without_a_gpu(sigma, shape):
+    """Mosaic GPU lowers the kernel for CUDA in Python (TMA sizes and alignment, register
+    layouts of the shifted loads), so a kernel that would not compile fails here; what this
+    cannot check is the PTX compile and the speed (benchmarks/NOTES.md, "GPU")."""
+    col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
+    f = jax.jit(lambda v: _pallas.correlate_fused(v, col, row, mode="reflect", cval=0.0, interpret=False))
+    exported = jax.export.export(f, platforms=["cuda"])(jax.ShapeDtypeStruct(shape, jnp.float32))
+    assert "custom_call @mosaic_gpu" in exported.mlir_module()
+
+
+@pytest.mark.parametrize("ry, rx, channels, expected", [
+    (1, 1, 3, (32, 128, 160)), (12, 12, 3, (32, 128, 224)), (36, 36, 3, (32, 32, 256)),
+    (2, 2, 1, (32, 128, 160)), (100, 1, 1, (32, 128, 160)), (115, 1, 1, (16, 128, 160)),
+    (80, 36, 3, (16, 32, 256)),
+])
+def test_tile_shape(ry, rx, channels, expected):
+    rows, cols, width = _pallas.tile_shape(ry, rx, channels)
+    assert (rows, cols, width) == expected
+    assert width % 32 == 0 and width <= _pallas.TMA_BOX and rows + 2 * ry <= _pallas.TMA_BOX
+    assert width >= cols + 2 * rx * channels
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: imgproc.gaussian_blur(x, 20.0, method="pallas"), "radius 80 x 80 on 3 channel.* use method='separable'"),
+    (lambda x: imgproc.box_blur(x, 301, method="pallas"), "fit one TMA copy"),
+    (lambda x: jax.jit(lambda v, s: imgproc.gaussian_blur(v, s, size=9, method="pallas"))(x, 1.0),
+     "needs concrete"),
+    (lambda x: jax.jit(lambda v, k: imgproc.correlate(v, k, method="pallas"))(x, np.ones((3, 3))),
+     "method='pallas' needs a concrete kernel"),
+])
+def test_bad_arguments_raise(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(np.zeros((20, 20, 3), np.float32))
