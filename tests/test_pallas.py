@@ -119,3 +119,12 @@ def test_tile_shape(ry, rx, channels, expected):
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call(np.zeros((20, 20, 3), np.float32))
+
+
+def test_pipeline_stage_takes_the_lowering(rng):
+    """A spec names the lowering like any option; the stage's numbers equal the default's."""
+    x = rng.random((2, 24, 30, 3), dtype=np.float32)
+    spec = [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "sharpen"}]
+    fused = imgproc.Pipeline([dict(s, method="pallas") for s in spec])
+    np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(imgproc.Pipeline(spec)(x)), atol=2e-6)
+    assert imgproc.Pipeline.from_spec(fused.to_spec()).to_spec() == fused.to_spec()
