@@ -9,7 +9,8 @@ the same table. Everything is timed in one run, on one batch:
   (``method="conv"``, what ``"auto"`` picks on GPU), its fused Pallas kernel
   (``method="pallas"``: a tile and its halo in shared memory for both passes; not yet
   picked by ``"auto"``, which waits for this row) and torchvision's ``gaussian_blur``
-  (NCHW). With ``--quick`` off a GPU the Pallas row runs in interpret mode (seconds a call). Each row gives its achieved bandwidth as a fraction of the device's measured copy
+  (NCHW). With ``--quick`` off a GPU the Pallas row runs in interpret mode (seconds a
+  call). Each row gives its achieved bandwidth as a fraction of the device's measured copy
   bandwidth (``y = x + 0`` in JAX). The traffic counted is the ideal one of one blur: one
   read and one write of the batch.
 * **The denoise preset** (5×5 Gaussian then 5×5 sharpen) on the same batch: imgproc's

@@ -59,6 +59,8 @@ from imgproc._validate import METHODS, check_method, check_mode, is_traced
 # weight plus rank 1: the sharpen); two terms that both need passes measured slower than
 # one direct 2-D pass on CPU (benchmarks/NOTES.md).
 MAX_SEPARABLE_TERMS = 1
+# the lowerings that run a kernel as its separable terms
+TERM_METHODS = ("separable", "pallas")
 _HIGHEST = lax.Precision.HIGHEST
 
 
@@ -150,7 +152,7 @@ def run_lowering(x, plan, mode, cval, *, in_place=False):
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
     feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
     method, kernel, terms = plan
-    if method in ("separable", "pallas"):
+    if method in TERM_METHODS:
         return _separable(x, terms, mode, cval, in_place, fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
@@ -329,14 +331,14 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
         method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
                              in_loop=(hints or NO_HINTS).in_loop)
-    if method in ("separable", "pallas") and terms is None:
+    if method in TERM_METHODS and terms is None:
         raise ValueError(
             f"method={method!r} needs a concrete kernel (or its separable terms) to factor; "
             "use method='direct', 'conv' or 'convolve2d' for a traced kernel"
         )
-    if kernel is None and method not in ("separable", "pallas"):
+    if kernel is None and method not in TERM_METHODS:
         kernel = _outer_sum(terms)
-    if method in ("separable", "pallas"):
+    if method in TERM_METHODS:
         return method, None, tuple(terms)
     return method, kernel, ()
 
