@@ -25,7 +25,7 @@ from jax import lax
 
 from imgproc._validate import MODES, check_mode
 
-__all__ = ["MODES", "check_mode", "index_map", "pad_2d", "pad_axis", "source_index"]
+__all__ = ["MODES", "check_mode", "index_map", "pad_2d", "pad_axis", "pad_bhwc", "source_index"]
 
 def source_index(i, n, mode: str, xp=np):
     """scipy.ndimage's source index for position ``i`` (any integers, also outside
@@ -102,6 +102,11 @@ def pad_axes_strips(x, r: int, axes: tuple[int, int], mode: str):
     1024x1024x3 uint8)."""
     first, second = axes
     return lax.optimization_barrier(pad_axis_strips(pad_axis_strips(x, r, first, mode), r, second, mode))
+
+
+def pad_bhwc(x, ry: int, rx: int, mode: str, cval=0.0):
+    """Extend the H and W axes of a ``(B, H, W, C)`` array by ``ry`` and ``rx`` on both sides."""
+    return pad_axis(pad_axis(x, ry, ry, 1, mode, cval), rx, rx, 2, mode, cval)
 
 
 def pad_2d(x, radii, mode: str, cval=0.0):

@@ -48,7 +48,7 @@ from imgproc._arrays import (
     to_compute,
     to_output,
 )
-from imgproc._boundary import pad_axis
+from imgproc._boundary import pad_bhwc
 from imgproc._checks import check_image
 from imgproc._output_buffers import IntoBuffer
 from imgproc._pallas import correlate_fused, runs_natively
@@ -90,11 +90,6 @@ def odd_kernel(kernel, *, flip: bool = False):
     return k
 
 
-def _extend(x, ry: int, rx: int, mode: str, cval):
-    x = pad_axis(x, ry, ry, 1, mode, cval)
-    return pad_axis(x, rx, rx, 2, mode, cval)
-
-
 def _direct(x, k, mode, cval, in_place):
     return correlate_direct(x, k, mode=mode, cval=cval, in_place=in_place)
 
@@ -102,7 +97,7 @@ def _direct(x, k, mode, cval, in_place):
 def _conv(x, k, mode, cval):
     kh, kw = k.shape
     c = x.shape[-1]
-    xp = _extend(x, kh // 2, kw // 2, mode, cval)
+    xp = pad_bhwc(x, kh // 2, kw // 2, mode, cval)
     rhs = jnp.broadcast_to(jnp.asarray(k, x.dtype)[:, :, None, None], (kh, kw, 1, c))
     return lax.conv_general_dilated(
         xp,
@@ -118,7 +113,7 @@ def _conv(x, k, mode, cval):
 def _convolve2d(x, k, mode, cval):
     kh, kw = k.shape
     b, h, w, c = x.shape
-    xp = _extend(x, kh // 2, kw // 2, mode, cval)
+    xp = pad_bhwc(x, kh // 2, kw // 2, mode, cval)
     planes = jnp.moveaxis(xp, 3, 1).reshape(b * c, h + kh - 1, w + kw - 1)
     flipped = jnp.asarray(k, x.dtype)[::-1, ::-1]  # convolve2d convolves; we correlate
     conv = jax.vmap(lambda p: jax.scipy.signal.convolve2d(p, flipped, mode="valid", precision=_HIGHEST))

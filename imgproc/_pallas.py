@@ -9,7 +9,7 @@ How (one program per output tile of ``TILE_ROWS`` rows by up to ``TILE_COLS`` va
 the ``W * C`` axis, channels interleaved as in NHWC):
 
 1. XLA extends the image by the kernel's radii with the boundary ``mode`` (the same
-   :func:`imgproc._boundary.pad_axis` as the ``"direct"`` lowering) and zero-pads it to
+   :func:`imgproc._boundary.pad_bhwc` as the ``"conv"`` lowering) and zero-pads it to
    whole tiles, as one fused copy;
 2. the kernel copies its tile and the halo around it into shared memory with one TMA
    copy, sums ``len(col)`` row-shifted slices of it into registers (the vertical pass),
@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from imgproc._boundary import pad_axis
+from imgproc._boundary import pad_bhwc
 from imgproc._separable import _concrete, _terms_1d
 
 # Output tile: rows, and values of the (W * C) axis. TMA copies move at most TMA_BOX
@@ -136,7 +136,7 @@ def correlate_fused(x, col, row, *, mode: str, cval, interpret: bool):
     ry, rx = c.size // 2, r.size // 2
     rows, cols, width = tile = tile_shape(ry, rx, ch)
     rows_out, cols_out = _round_up(h, rows), _round_up(w * ch, cols)
-    xp = pad_axis(pad_axis(x, ry, ry, 1, mode, cval), rx, rx, 2, mode, cval)
+    xp = pad_bhwc(x, ry, rx, mode, cval)
     xp = xp.reshape(b, h + 2 * ry, (w + 2 * rx) * ch)
     xp = jnp.pad(xp, ((0, 0), (0, rows_out - h), (0, cols_out - cols + width - xp.shape[2])))
     col_taps, row_taps = _terms_1d(c), _terms_1d(r)
