@@ -30,7 +30,9 @@ cases = [
     Case("jit_copy_out", "jit + writable NumPy copy of the result (the hand-over before)", copy_out),
     Case("weights_as_args", "eager with the weights as arguments (before)", lambda: args_stage(dev)),
     Case("check_finite", "check_finite alone (min and max)", lambda: check_finite(x)),
-    Case("host_aligned", "aligned copy alone", lambda: host_aligned(x)),
+    Case("host_aligned", "aligned copy alone (into kept staging memory)", lambda: host_aligned(x)),
+    Case("host_aligned_checked", "aligned copy and check in one chunked pass, both cores (what the call does)",
+         lambda: host_aligned(x, check=True)),
     Case("opencv", "cv2.GaussianBlur", lambda: cv2.GaussianBlur(x, (5, 5), 1.0, borderType=cv2.BORDER_REFLECT)),
 ]
 g = Group("eager_costs", "Eager Gaussian sigma=1 5x5 on 2048x2048x3 float32" + (" (reuse_host_memory)" if "--reuse" in sys.argv else ""), "opencv")

@@ -484,7 +484,7 @@ def _parts(x, h, w, geom, threads):
     """How many parts of each image's references to run in threads: ``threads`` (``None``:
     the CPU cores this process may use), at most the image's chunks of references; 1 (one
     program) for a traced batch or off the CPU."""
-    from imgproc._execution import cpu_cores
+    from imgproc._cores import cpu_cores
     from imgproc._validate import is_traced
 
     if is_traced(x) or jax.default_backend() != "cpu":

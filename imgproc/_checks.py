@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
+from imgproc._cores import cpu_cores
 
 __all__ = ["aligned_empty", "check_finite", "check_image", "host_aligned"]
 
@@ -31,30 +32,94 @@ def check_image(image, layout):
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
     if isinstance(image, np.ndarray):
-        check_finite(image)
-        image = host_aligned(image)
+        image = host_aligned(image, check=True)
     return image, layout
 
 
 HOST_ALIGNMENT = 64  # bytes: what JAX's CPU client needs to use a NumPy buffer in place
+CHUNK_BYTES = 1 << 18  # copied and checked while it is in the core's cache
+THREADS_MIN_BYTES = 8 << 20  # smaller arrays are copied and checked by the caller's thread alone
 
 
-def host_aligned(array: np.ndarray) -> np.ndarray:
+def host_aligned(array: np.ndarray, *, check: bool = False) -> np.ndarray:
     """``array``, or an aligned C-contiguous copy of it, so that the CPU backend reads it in
-    place instead of copying it. JAX's CPU client aliases a NumPy argument whose data is
-    C-contiguous and 64-byte aligned, and otherwise copies it much more slowly than NumPy
-    does (benchmarks/NOTES.md, "Aligned host input"; NumPy's own allocations are usually
-    only 16-byte aligned). The caller's array is never written.
-    Other backends and small arrays (< 1 MiB) are returned as they are."""
-    if array.nbytes < (1 << 20) or (array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0):
+    place instead of copying it; with ``check``, :func:`check_finite` too, in the same pass.
+
+    JAX's CPU client aliases a NumPy argument whose data is C-contiguous and 64-byte
+    aligned, and otherwise copies it much more slowly than NumPy does (benchmarks/NOTES.md,
+    "Aligned host input"; NumPy's own allocations are usually only 16-byte aligned). The
+    copy goes into the memory of an earlier one that nothing references any more
+    (:func:`imgproc._output_buffers.host_buffer`), chunk by chunk, each chunk's minimum and
+    maximum taken while it is in cache, the chunks shared between the cores
+    (benchmarks/NOTES.md, "Scratch and staging written again"). The caller's array is never
+    written.
+    Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
+    aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
+    if array.nbytes < (1 << 20) or aligned or not _on_cpu():
+        if check:
+            check_finite(array)
         return array
+    from imgproc._output_buffers import host_buffer
+
+    out = host_buffer(array.shape, array.dtype)
+    if not check or not _is_float(array.dtype):
+        np.copyto(out, array)
+        return out
+    lo, hi = _copy_min_max(array, out)
+    _raise_unless_finite(array, lo, hi)
+    return out
+
+
+def _on_cpu() -> bool:
     import jax
 
-    if jax.default_backend() != "cpu":
-        return array
-    out = aligned_empty(array.shape, array.dtype)
-    np.copyto(out, array)
-    return out
+    return jax.default_backend() == "cpu"
+
+
+def _is_float(dtype) -> bool:
+    return np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
+
+
+def _copy_min_max(src: np.ndarray, dst: np.ndarray):
+    """Copy ``src`` into ``dst`` (same shape, C-contiguous) chunk by chunk; the minimum and
+    maximum of the values (NaN when there is one), as floats. Arrays of at least
+    :data:`THREADS_MIN_BYTES` are split between the CPU cores: the caller's thread takes
+    one share, a small pool the others (NumPy releases the GIL in both loops). A strided
+    ``src`` is copied whole, then checked."""
+    if not src.flags.c_contiguous:
+        np.copyto(dst, src)
+        values = dst.astype(np.float32) if dst.dtype.name == "bfloat16" else dst
+        return float(values.min()), float(values.max())
+    flat_src, flat_dst = src.reshape(-1), dst.reshape(-1)
+    step = max(1, CHUNK_BYTES // src.dtype.itemsize)
+
+    def share(lo: int, hi: int):
+        mins, maxs = [], []
+        for a in range(lo, hi, step):
+            chunk = flat_dst[a:min(a + step, hi)]
+            np.copyto(chunk, flat_src[a:a + chunk.size])
+            values = chunk.astype(np.float32) if chunk.dtype.name == "bfloat16" else chunk
+            mins.append(values.min())
+            maxs.append(values.max())
+        return np.minimum.reduce(mins), np.maximum.reduce(maxs)
+
+    n = flat_src.size
+    shares = 1 if src.nbytes < THREADS_MIN_BYTES else cpu_cores()
+    bounds = [min(n, -(-n * k // shares // step) * step) for k in range(shares + 1)]
+    futures = [_pool().submit(share, a, b) for a, b in zip(bounds[1:-1], bounds[2:]) if b > a]
+    results = [share(bounds[0], bounds[1])] + [f.result() for f in futures]
+    return float(np.minimum.reduce([r[0] for r in results])), float(np.maximum.reduce([r[1] for r in results]))
+
+
+_POOL = []
+
+
+def _pool():
+    if not _POOL:
+        import concurrent.futures
+
+        _POOL.append(concurrent.futures.ThreadPoolExecutor(max(1, cpu_cores() - 1), thread_name_prefix="imgproc-copy"))
+    return _POOL[0]
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
@@ -74,15 +139,17 @@ def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image"
     the check costs two reads of the image (the element-wise search for the first bad
     index runs only on the error path; benchmarks/NOTES.md, "The eager call")."""
     arr = np.asarray(image)
-    if not np.issubdtype(arr.dtype, np.floating) and arr.dtype.name != "bfloat16":
+    if not _is_float(arr.dtype) or arr.size == 0:
         return
-    if arr.size == 0:
-        return
-    if arr.dtype.name == "bfloat16":
-        arr = arr.astype(np.float32)
-    lo, hi = float(arr.min()), float(arr.max())
+    values = arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr
+    _raise_unless_finite(arr, float(values.min()), float(values.max()), max_abs=max_abs, name=name)
+
+
+def _raise_unless_finite(arr, lo: float, hi: float, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image"):
+    """The errors of :func:`check_finite`, given ``arr``'s minimum and maximum."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        where = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        values = arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(values))[0])
         raise ValueError(f"{name} contains NaN or infinity (first at index {where}); only finite values are allowed")
     peak = max(-lo, hi)
     if peak > max_abs:

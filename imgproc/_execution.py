@@ -10,7 +10,6 @@ replayed parameters, are sliced with the batch).
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import threading
 
 import jax
@@ -19,6 +18,7 @@ import numpy as np
 
 from imgproc._boundary import source_index
 from imgproc._checks import aligned_empty, host_aligned
+from imgproc._cores import cpu_cores
 from imgproc._output_buffers import keep
 from imgproc._sharded import on_several_devices
 from imgproc._validate import check_mode, is_traced
@@ -106,14 +106,6 @@ def extend_from(x, true_hw, axes, options, radius):
 
 
 # --------------------------------------------------------------------------- one slice per core
-
-
-def cpu_cores() -> int:
-    """CPU cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 _POOL_PREFIX = "imgproc"

@@ -23,28 +23,48 @@ caller's memory), on one CPU device, of at least :data:`MIN_BYTES`; at most
 :data:`KEPT_PER_SHAPE` per shape and dtype and :data:`KEPT_BYTES` in all, the oldest
 dropped first. :func:`release` (``imgproc.release_output_buffers()``) frees them all.
 Results handed out as ``jax.Array`` are the caller's to keep and are never taken back, so
-calls on JAX arrays run the plain program.
+calls on JAX arrays write only their scratch (below) into kept buffers.
+
+Scratch. A large intermediate that the program materialises anyway (a separable blur's
+first pass, 50 MB for a 2048x2048x3 float32 image) is fresh memory too, and no caller
+ever sees it. The code that makes one marks it with :func:`scratch` while it is traced;
+an :class:`IntoBuffer` program then returns it as one more output, written into one more
+donated kept buffer, and puts that buffer straight back (benchmarks/NOTES.md, "Output
+buffers written again"). Marking changes where XLA writes the array, never its values;
+outside an :class:`IntoBuffer` trace (plain ``jit``, ``vmap``, a loop body) it does nothing.
+
+Host staging. A NumPy argument that is not 64-byte aligned is copied into an aligned
+array before JAX reads it in place (:func:`imgproc._checks.host_aligned`); that copy is
+fresh memory too. :func:`host_buffer` hands out the memory of an earlier staging copy
+that nothing references any more (no view of it lives: JAX holds its arguments' NumPy
+arrays while it reads them, and a result that is one of them keeps it too), at most
+:data:`STAGING_PER_SHAPE` per shape and dtype, counted in :data:`KEPT_BYTES`.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
+import sys
 import threading
 import weakref
 
 import jax
 import numpy as np
 
-__all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "keep", "kept_bytes", "release"]
+__all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE", "host_buffer", "keep",
+           "kept", "kept_bytes", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
 KEPT_BYTES = 1 << 30
+STAGING_PER_SHAPE = 2  # JAX lets go of the last call's argument only after the next call has begun
+HOST_ALIGNMENT = 64  # bytes: what JAX's CPU client needs to use a NumPy buffer in place
 
 _lock = threading.Lock()
 _kept: collections.OrderedDict = collections.OrderedDict()  # (shape, dtype) -> [jax.Array], oldest first
 _written: dict = {}  # id(array) -> weakref: the outputs IntoBuffer programs wrote (the only ones kept)
+_staging: collections.OrderedDict = collections.OrderedDict()  # (shape, dtype) -> [owning uint8 NumPy buffer]
 
 
 def _key(shape, dtype):
@@ -53,13 +73,21 @@ def _key(shape, dtype):
 
 def _held() -> int:
     """Bytes in kept buffers (the caller holds the lock)."""
-    return sum(a.nbytes for arrays in _kept.values() for a in arrays)
+    return (sum(a.nbytes for arrays in _kept.values() for a in arrays)
+            + sum(b.nbytes for buffers in _staging.values() for b in buffers))
 
 
 def kept_bytes() -> int:
-    """Bytes held in kept buffers now."""
+    """Bytes held in kept buffers now (outputs, scratch and host staging)."""
     with _lock:
         return _held()
+
+
+def kept(*, staging: bool = False) -> dict:
+    """How many buffers are kept now, by ``(shape, dtype string)``: XLA buffers (outputs
+    and scratch), or with ``staging`` the host staging buffers."""
+    with _lock:
+        return {key: len(group) for key, group in (_staging if staging else _kept).items() if group}
 
 
 def keep(array) -> None:
@@ -68,6 +96,10 @@ def keep(array) -> None:
     ref = _written.pop(id(array), None)
     if ref is None or ref() is not array or array.is_deleted():
         return
+    _put(array)
+
+
+def _put(array) -> None:
     key = _key(array.shape, array.dtype)
     with _lock:
         arrays = _kept.setdefault(key, [])
@@ -75,12 +107,44 @@ def keep(array) -> None:
         _kept.move_to_end(key)
         if len(arrays) > KEPT_PER_SHAPE:
             arrays.pop(0)
-        total = _held()
-        while total > KEPT_BYTES and _kept:
-            oldest, group = next(iter(_kept.items()))
+        _bound()
+
+
+def _bound() -> None:
+    """Drop the oldest kept buffers until :data:`KEPT_BYTES` holds (the caller holds the lock)."""
+    total = _held()
+    for pool in (_kept, _staging):
+        while total > KEPT_BYTES and pool:
+            oldest, group = next(iter(pool.items()))
             total -= group.pop(0).nbytes
             if not group:
-                del _kept[oldest]
+                del pool[oldest]
+
+
+def host_buffer(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous NumPy array of ``shape`` and ``dtype`` whose data is
+    64-byte aligned: the memory of an earlier one when no view of it lives any more
+    (module docstring, "Host staging"), else new memory (kept for later, for arrays of at
+    least :data:`MIN_BYTES`)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    key = _key(shape, dtype)
+    with _lock:
+        buffers = _staging.get(key, [])
+        # free: referenced by the list, the loop variable and getrefcount's argument only
+        free = next((b for b in buffers if sys.getrefcount(b) <= 3), None)
+        if free is None and nbytes >= MIN_BYTES:
+            free = np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
+            buffers.append(free)
+            _staging[key] = buffers
+            if len(buffers) > STAGING_PER_SHAPE:
+                buffers.pop(0)
+            _bound()
+        elif free is not None:
+            _staging.move_to_end(key)
+    buffer = free if free is not None else np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
+    start = (-buffer.ctypes.data) % HOST_ALIGNMENT
+    return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _take(shape, dtype):
@@ -90,10 +154,12 @@ def _take(shape, dtype):
 
 
 def release() -> int:
-    """Free every kept output buffer; returns the bytes freed."""
+    """Free every kept output and staging buffer; returns the bytes freed (memory a
+    caller's result still uses stays with that result)."""
     with _lock:
         freed = _held()
         _kept.clear()
+        _staging.clear()
     return freed
 
 
@@ -101,15 +167,40 @@ def _forget(key, _ref):
     _written.pop(key, None)
 
 
-def _run_ignoring(fn, *args, into, **kwargs):
-    del into  # donated only: its memory receives the output
-    return fn(*args, **kwargs)
+_marking = threading.local()  # .trace, .arrays: the IntoBuffer trace that collects scratch()
+
+
+def scratch(array):
+    """Mark ``array``, an intermediate of the program being traced, as scratch (module
+    docstring): inside an :class:`IntoBuffer` trace, and only at its own level (not in a
+    ``vmap`` or loop body traced within it), it is written into a kept buffer. Returns
+    ``array``."""
+    trace = getattr(_marking, "trace", None)
+    if trace is not None and getattr(array, "_trace", None) is trace and array.size * array.dtype.itemsize >= MIN_BYTES:
+        _marking.arrays.append(array)
+    return array
+
+
+def _run_into(fn, *args, into, scratch_into, **kwargs):
+    """``(fn(*args, **kwargs), the arrays it marked with scratch())``. ``into`` and
+    ``scratch_into`` are donated only: their memory receives the outputs."""
+    del into, scratch_into
+    from jax._src import core
+
+    outer = getattr(_marking, "trace", None), getattr(_marking, "arrays", None)
+    _marking.trace, _marking.arrays = core.trace_ctx.trace, []
+    try:
+        out = fn(*args, **kwargs)
+        return out, tuple(_marking.arrays)
+    finally:
+        _marking.trace, _marking.arrays = outer
 
 
 class IntoBuffer:
     """``jax.jit(fn, **jit_options)`` whose array output (the first, when ``fn`` returns a
-    tuple) is written into a kept buffer when its first argument is a NumPy array on CPU
-    (module docstring).
+    tuple) is written into a kept buffer when its first argument is a NumPy array on CPU,
+    and whose scratch arrays are, when it is a NumPy array or a ``jax.Array`` on one CPU
+    device (module docstring).
 
     The output's shape and dtype are learned once per argument signature by tracing with
     a guess, ``out_like(image)`` (default: the first argument's own shape and dtype, as for
@@ -121,30 +212,51 @@ class IntoBuffer:
 
     def __init__(self, fn, *, out_like=None, **jit_options):
         self.plain = jax.jit(fn, **jit_options)
-        self._into = jax.jit(functools.partial(_run_ignoring, fn), donate_argnames=("into",), keep_unused=True,
-                             **jit_options)
+        self._into = jax.jit(functools.partial(_run_into, fn), donate_argnames=("into", "scratch_into"),
+                             keep_unused=True, **jit_options)
         self._out_like = out_like or (lambda image: jax.ShapeDtypeStruct(image.shape, image.dtype))
-        self._outs = {}  # argument signature -> the output's ShapeDtypeStruct, or None: plain program
+        self._outs = {}  # argument signature -> (output's ShapeDtypeStruct, scratch ones), or None: plain program
 
     def __call__(self, image, *args, **kwargs):
-        if not isinstance(image, np.ndarray) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
+        host = isinstance(image, np.ndarray)
+        if not (host or _on_one_cpu(image)) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
         signature = _signature((image, args, kwargs))
         if signature not in self._outs:
             guess = self._out_like(image)
-            out = jax.tree_util.tree_leaves(self._into.trace(image, *args, into=guess, **kwargs).out_info)[0]
+            out_info, scratch_info = self._into.trace(image, *args, into=guess, scratch_into=(), **kwargs).out_info
+            out = jax.tree_util.tree_leaves(out_info)[0]
             right = (out.shape, out.dtype) == (guess.shape, guess.dtype) and out.size * out.dtype.itemsize >= MIN_BYTES
-            self._outs[signature] = guess if right else None
-        out_struct = self._outs[signature]
-        if out_struct is None:
+            scratch_structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in scratch_info)
+            self._outs[signature] = (guess, scratch_structs) if right else None
+        structs = self._outs[signature]
+        if structs is None or not (host or structs[1]):
             return self.plain(image, *args, **kwargs)
-        into = _take(out_struct.shape, out_struct.dtype)
-        if into is None:  # a copy of uninitialised memory: no program to compile per shape, as zeros would be
-            into = jax.device_put(np.empty(out_struct.shape, out_struct.dtype))
-        out = self._into(image, *args, into=into, **kwargs)
-        first = jax.tree_util.tree_leaves(out)[0]
-        _written[id(first)] = weakref.ref(first, functools.partial(_forget, id(first)))
+        # a jax.Array's result is the caller's for good: only the scratch is written again
+        into = _take_or_new(structs[0]) if host else None
+        scratch_into = tuple(_take_or_new(s) for s in structs[1])
+        out, scratch_out = self._into(image, *args, into=into, scratch_into=scratch_into, **kwargs)
+        for array in scratch_out:  # nothing else references them
+            _put(array)
+        if host:
+            first = jax.tree_util.tree_leaves(out)[0]
+            _written[id(first)] = weakref.ref(first, functools.partial(_forget, id(first)))
         return out
+
+
+def _on_one_cpu(image) -> bool:
+    """Whether ``image`` is a concrete ``jax.Array`` on one CPU device."""
+    if not isinstance(image, jax.Array) or isinstance(image, jax.core.Tracer):
+        return False
+    devices = image.devices()
+    return len(devices) == 1 and next(iter(devices)).platform == "cpu"
+
+
+def _take_or_new(struct):
+    """A kept buffer of ``struct``'s shape and dtype, or else a new one (a copy of
+    uninitialised memory: no program to compile per shape, as zeros would be)."""
+    kept = _take(struct.shape, struct.dtype)
+    return kept if kept is not None else jax.device_put(np.empty(struct.shape, struct.dtype))
 
 
 def _signature(tree):

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
+from imgproc._output_buffers import scratch
 
 __all__ = ["correlate_direct", "correlate_separable"]
 
@@ -357,6 +358,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
             if len(cols):
                 y = jax.lax.dynamic_update_slice(y, rows(strip_pass1(cols)), (0, 0, start * c))
         t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
+        y = scratch(y)  # in a kept buffer when an eager call's program runs it (imgproc._output_buffers)
         return _shifted_sum(y, t2c, x.shape[:2] + (W * c,), (2,)).reshape(x.shape)
 
     y = _pass_1d(x, n1, t1, 1, mode, cval)

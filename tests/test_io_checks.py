@@ -65,3 +65,56 @@ def test_reuse_host_memory_applies_on_glibc_and_the_entry_point_calls_it(monkeyp
         cli.main()  # the console script's target: imgproc = "imgproc.cli:main"
     assert exit.value.code == 0 and "backend " in capsys.readouterr().out
     assert calls == [1]
+
+
+def _misaligned(shape, dtype):
+    raw = np.zeros(int(np.prod(shape)) * np.dtype(dtype).itemsize + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + 4
+    return raw[start:start + int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "uint8"])
+@pytest.mark.parametrize("shape", [(700, 800, 3), (1, 1500, 1400, 3)])  # 1.7-25 MB: one thread, then the cores
+def test_check_in_the_aligned_copy_equals_check_finite(dtype, shape):
+    """host_aligned(check=True) copies and checks in one chunked pass (split between the
+    cores for large arrays): the copy is exact and it raises exactly what check_finite
+    raises, at the first bad position, wherever the value lies (first and last chunk)."""
+    import ml_dtypes
+
+    from imgproc._checks import host_aligned
+
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = _misaligned(shape, dt)
+    x[...] = np.random.default_rng(1).integers(0, 200, shape).astype(dt)
+    before = x.copy()
+    out = host_aligned(x, check=True)
+    assert out.ctypes.data % 64 == 0 and out is not x
+    np.testing.assert_array_equal(out, before)
+    if dtype == "uint8":
+        return
+    flat = x.reshape(-1)
+    for where in (0, flat.size // 2 + 7, flat.size - 1):
+        for bad, match in ((np.nan, "NaN or infinity"), (-np.inf, "NaN or infinity"), (3e6, "beyond the allowed")):
+            if bad == 3e6 and dtype == "float16":
+                continue  # not representable
+            flat[where] = bad
+            with pytest.raises(ValueError, match=match) as caught:
+                host_aligned(x, check=True)
+            with pytest.raises(ValueError) as expected:
+                check_finite(x)
+            assert str(caught.value) == str(expected.value)
+            flat[where] = before.reshape(-1)[where]
+    np.testing.assert_array_equal(x, before)  # the caller's array is never written
+
+
+def test_check_in_the_aligned_copy_of_a_strided_array():
+    from imgproc._checks import host_aligned
+
+    base = np.random.default_rng(2).random((1200, 1000, 4), dtype=np.float32)
+    view = base[::2, :, :3]  # not contiguous
+    out = host_aligned(view, check=True)
+    assert out.flags.c_contiguous and out.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(out, view)
+    base[10, 3, 1] = np.nan  # a strided view's row 5
+    with pytest.raises(ValueError, match=r"first at index \(5, 3, 1\)"):
+        host_aligned(view, check=True)
