@@ -55,18 +55,18 @@ def host_aligned(array: np.ndarray, *, check: bool = False) -> np.ndarray:
     written.
     Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
     aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
+    check = check and _is_float(array.dtype) and array.size > 0
     if array.nbytes < (1 << 20) or aligned or not _on_cpu():
-        if check:
-            check_finite(array)
+        if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
+            _raise_unless_finite(array, *_copy_min_max(array, None))
         return array
     from imgproc._output_buffers import host_buffer
 
     out = host_buffer(array.shape, array.dtype)
-    if not check or not _is_float(array.dtype):
+    if not check:
         np.copyto(out, array)
         return out
-    lo, hi = _copy_min_max(array, out)
-    _raise_unless_finite(array, lo, hi)
+    _raise_unless_finite(array, *_copy_min_max(array, out))
     return out
 
 
@@ -80,24 +80,29 @@ def _is_float(dtype) -> bool:
     return np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
 
 
-def _copy_min_max(src: np.ndarray, dst: np.ndarray):
-    """Copy ``src`` into ``dst`` (same shape, C-contiguous) chunk by chunk; the minimum and
-    maximum of the values (NaN when there is one), as floats. Arrays of at least
-    :data:`THREADS_MIN_BYTES` are split between the CPU cores: the caller's thread takes
-    one share, a small pool the others (NumPy releases the GIL in both loops). A strided
-    ``src`` is copied whole, then checked."""
+def _copy_min_max(src: np.ndarray, dst: np.ndarray | None):
+    """Copy ``src`` into ``dst`` (same shape, C-contiguous; ``None``: no copy) chunk by
+    chunk; the minimum and maximum of the values (NaN when there is one), as floats, each
+    chunk's taken while it is in cache. Arrays of at least :data:`THREADS_MIN_BYTES` are
+    split between the CPU cores: the caller's thread takes one share, a small pool the
+    others (NumPy releases the GIL in both loops). A strided ``src`` is copied whole, then
+    checked."""
     if not src.flags.c_contiguous:
-        np.copyto(dst, src)
-        values = dst.astype(np.float32) if dst.dtype.name == "bfloat16" else dst
+        if dst is not None:
+            np.copyto(dst, src)
+        values = src if dst is None else dst
+        values = values.astype(np.float32) if values.dtype.name == "bfloat16" else values
         return float(values.min()), float(values.max())
-    flat_src, flat_dst = src.reshape(-1), dst.reshape(-1)
+    flat_src = src.reshape(-1)
+    flat_dst = flat_src if dst is None else dst.reshape(-1)
     step = max(1, CHUNK_BYTES // src.dtype.itemsize)
 
     def share(lo: int, hi: int):
         mins, maxs = [], []
         for a in range(lo, hi, step):
             chunk = flat_dst[a:min(a + step, hi)]
-            np.copyto(chunk, flat_src[a:a + chunk.size])
+            if dst is not None:
+                np.copyto(chunk, flat_src[a:a + chunk.size])
             values = chunk.astype(np.float32) if chunk.dtype.name == "bfloat16" else chunk
             mins.append(values.min())
             maxs.append(values.max())

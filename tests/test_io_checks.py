@@ -67,28 +67,31 @@ def test_reuse_host_memory_applies_on_glibc_and_the_entry_point_calls_it(monkeyp
     assert calls == [1]
 
 
-def _misaligned(shape, dtype):
+def _at_offset(shape, dtype, offset):
+    """A C-contiguous array whose data starts ``offset`` bytes after a 64-byte boundary."""
     raw = np.zeros(int(np.prod(shape)) * np.dtype(dtype).itemsize + 128, np.uint8)
-    start = (-raw.ctypes.data) % 64 + 4
+    start = (-raw.ctypes.data) % 64 + offset
     return raw[start:start + int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape)
 
 
+@pytest.mark.parametrize("offset", [4, 0])  # copied, or already aligned (checked in place)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "uint8"])
 @pytest.mark.parametrize("shape", [(700, 800, 3), (1, 1500, 1400, 3)])  # 1.7-25 MB: one thread, then the cores
-def test_check_in_the_aligned_copy_equals_check_finite(dtype, shape):
+def test_check_in_the_aligned_copy_equals_check_finite(dtype, shape, offset):
     """host_aligned(check=True) copies and checks in one chunked pass (split between the
-    cores for large arrays): the copy is exact and it raises exactly what check_finite
-    raises, at the first bad position, wherever the value lies (first and last chunk)."""
+    cores for large arrays; an aligned array is only checked): the copy is exact and it
+    raises exactly what check_finite raises, at the first bad position, wherever the value
+    lies (first and last chunk)."""
     import ml_dtypes
 
     from imgproc._checks import host_aligned
 
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-    x = _misaligned(shape, dt)
+    x = _at_offset(shape, dt, offset)
     x[...] = np.random.default_rng(1).integers(0, 200, shape).astype(dt)
     before = x.copy()
     out = host_aligned(x, check=True)
-    assert out.ctypes.data % 64 == 0 and out is not x
+    assert out.ctypes.data % 64 == 0 and (out is x) == (offset == 0)
     np.testing.assert_array_equal(out, before)
     if dtype == "uint8":
         return
