@@ -14,8 +14,9 @@ import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
 from imgproc._cores import cpu_cores
+from imgproc._output_buffers import HOST_ALIGNMENT, host_buffer
 
-__all__ = ["aligned_empty", "check_finite", "check_image", "host_aligned"]
+__all__ = ["HOST_ALIGNMENT", "check_finite", "check_image", "host_aligned"]
 
 DEFAULT_MAX_ABS = 1e6
 
@@ -36,7 +37,6 @@ def check_image(image, layout):
     return image, layout
 
 
-HOST_ALIGNMENT = 64  # bytes: what JAX's CPU client needs to use a NumPy buffer in place
 CHUNK_BYTES = 1 << 18  # copied and checked while it is in the core's cache
 THREADS_MIN_BYTES = 8 << 20  # smaller arrays are copied and checked by the caller's thread alone
 
@@ -60,8 +60,6 @@ def host_aligned(array: np.ndarray, *, check: bool = False) -> np.ndarray:
         if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
             _raise_unless_finite(array, *_copy_min_max(array, None))
         return array
-    from imgproc._output_buffers import host_buffer
-
     out = host_buffer(array.shape, array.dtype)
     if not check:
         np.copyto(out, array)
@@ -125,16 +123,6 @@ def _pool():
 
         _POOL.append(concurrent.futures.ThreadPoolExecutor(max(1, cpu_cores() - 1), thread_name_prefix="imgproc-copy"))
     return _POOL[0]
-
-
-def aligned_empty(shape, dtype) -> np.ndarray:
-    """An uninitialised C-contiguous NumPy array whose data is 64-byte aligned (see
-    :func:`host_aligned`)."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    buffer = np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
-    start = (-buffer.ctypes.data) % HOST_ALIGNMENT
-    return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image") -> None:

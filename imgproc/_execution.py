@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc._boundary import source_index
-from imgproc._checks import aligned_empty, host_aligned
+from imgproc._checks import host_aligned
 from imgproc._cores import cpu_cores
-from imgproc._output_buffers import keep
+from imgproc._output_buffers import aligned_empty, keep
 from imgproc._sharded import on_several_devices
 from imgproc._validate import check_mode, is_traced
 

@@ -52,8 +52,8 @@ import weakref
 import jax
 import numpy as np
 
-__all__ = ["IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE", "host_buffer", "keep",
-           "kept", "kept_bytes", "release", "scratch"]
+__all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
+           "aligned_empty", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -127,22 +127,36 @@ def host_buffer(shape, dtype) -> np.ndarray:
     (module docstring, "Host staging"), else new memory (kept for later, for arrays of at
     least :data:`MIN_BYTES`)."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if int(np.prod(shape)) * dtype.itemsize < MIN_BYTES:
+        return aligned_empty(shape, dtype)
     key = _key(shape, dtype)
     with _lock:
-        buffers = _staging.get(key, [])
+        buffers = _staging.setdefault(key, [])
+        _staging.move_to_end(key)
         # free: referenced by the list, the loop variable and getrefcount's argument only
         free = next((b for b in buffers if sys.getrefcount(b) <= 3), None)
-        if free is None and nbytes >= MIN_BYTES:
-            free = np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
-            buffers.append(free)
-            _staging[key] = buffers
-            if len(buffers) > STAGING_PER_SHAPE:
-                buffers.pop(0)
-            _bound()
-        elif free is not None:
-            _staging.move_to_end(key)
-    buffer = free if free is not None else np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
+        if free is not None:
+            return aligned_view(free, shape, dtype)
+        out = aligned_empty(shape, dtype)
+        buffers.append(out.base)
+        if len(buffers) > STAGING_PER_SHAPE:
+            buffers.pop(0)
+        _bound()
+        return out
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous NumPy array whose data is 64-byte aligned (see
+    :func:`imgproc._checks.host_aligned`); its ``base`` is the owning buffer (:func:`aligned_view`)."""
+    dtype = np.dtype(dtype)
+    return aligned_view(np.empty(int(np.prod(shape)) * dtype.itemsize + HOST_ALIGNMENT, np.uint8), shape, dtype)
+
+
+def aligned_view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
+    """The C-contiguous array of ``shape`` and ``dtype`` at the first 64-byte boundary of
+    ``buffer`` (uint8, :data:`HOST_ALIGNMENT` bytes longer than the array)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
     start = (-buffer.ctypes.data) % HOST_ALIGNMENT
     return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
