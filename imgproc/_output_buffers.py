@@ -29,8 +29,8 @@ Scratch. A large intermediate that the program materialises anyway (a separable 
 first pass, 50 MB for a 2048x2048x3 float32 image) is fresh memory too, and no caller
 ever sees it. The code that makes one marks it with :func:`scratch` while it is traced;
 an :class:`IntoBuffer` program then returns it as one more output, written into one more
-donated kept buffer, and puts that buffer straight back (benchmarks/NOTES.md, "Output
-buffers written again"). Marking changes where XLA writes the array, never its values;
+donated kept buffer, and puts that buffer straight back (benchmarks/NOTES.md, "Scratch
+and staging written again"). Marking changes where XLA writes the array, never its values;
 outside an :class:`IntoBuffer` trace (plain ``jit``, ``vmap``, a loop body) it does nothing.
 
 Host staging. A NumPy argument that is not 64-byte aligned is copied into an aligned
@@ -53,7 +53,8 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "release", "scratch"]
+           "aligned_empty", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release",
+           "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -216,10 +217,12 @@ class IntoBuffer:
     and whose scratch arrays are, when it is a NumPy array or a ``jax.Array`` on one CPU
     device (module docstring).
 
-    The output's shape and dtype are learned once per argument signature by tracing with
-    a guess, ``out_like(image)`` (default: the first argument's own shape and dtype, as for
-    a filter), and the real call reuses that trace. When the guess is wrong (a program
-    that crops or resizes), that signature runs the plain program: one more trace, once.
+    The output's shape and dtype, and the arrays the program marks as scratch, are learned
+    once per argument signature by tracing with a guess, ``out_like(image)`` (default: the
+    first argument's own shape and dtype, as for a filter), and no scratch buffers; the
+    real call reuses that trace when nothing is marked and traces once more when something
+    is (its scratch buffers are arguments). When the guess is wrong (a program that crops
+    or resizes), that signature runs the plain program: one more trace, once.
 
     ``program(image, *args, **kwargs)``; ``program.plain`` is the jitted ``fn`` itself.
     """
@@ -233,7 +236,7 @@ class IntoBuffer:
 
     def __call__(self, image, *args, **kwargs):
         host = isinstance(image, np.ndarray)
-        if not (host or _on_one_cpu(image)) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
+        if not (host or on_one_cpu(image)) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
         signature = _signature((image, args, kwargs))
         if signature not in self._outs:
@@ -258,7 +261,7 @@ class IntoBuffer:
         return out
 
 
-def _on_one_cpu(image) -> bool:
+def on_one_cpu(image) -> bool:
     """Whether ``image`` is a concrete ``jax.Array`` on one CPU device."""
     if not isinstance(image, jax.Array) or isinstance(image, jax.core.Tracer):
         return False

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._output_buffers import MIN_BYTES, keep
+from imgproc._output_buffers import MIN_BYTES, keep, on_one_cpu
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
@@ -100,7 +100,7 @@ class _BufferOwner:
 def _host_view(leaf: jax.Array, inputs) -> np.ndarray:
     """``leaf`` as a writable NumPy array: on CPU, for a large single-device result that no
     input shares, a view of its buffer (no copy); otherwise a copy."""
-    if leaf.nbytes < VIEW_MIN_BYTES or len(leaf.devices()) != 1 or next(iter(leaf.devices())).platform != "cpu":
+    if leaf.nbytes < VIEW_MIN_BYTES or not on_one_cpu(leaf):
         return np.array(leaf)
     leaf.block_until_ready()
     view = np.asarray(_BufferOwner(leaf))
