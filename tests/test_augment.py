@@ -375,16 +375,20 @@ def test_noise_statistics():
     assert abs((sk / 0.5 - 1).std() - 0.2) < 0.006
 
 
-def test_hashed_normals_are_box_muller_pairs():
-    """The field's cosine polynomial against NumPy's on every octant's ends and random
-    angles; consecutive values (one Box-Muller pair) uncorrelated, also in their squares;
-    the same field for channel-first and channel-last layouts."""
-    from imgproc.augment._noise import _cos_turns, hash_normal
+def test_hashed_normals_are_box_muller():
+    """The signed quarter-turn cosine against NumPy's on random words and the ends of the
+    quarter turn, and its values spread as ``cos`` of a uniform angle; the normals' moments
+    and KS test; neighbouring values uncorrelated, also in their squares; the same field
+    for channel-first and channel-last layouts; a field past 2**31 values refused."""
+    from imgproc.augment._noise import _signed_cos, hash_normal
 
     t = np.concatenate([np.random.default_rng(1).integers(0, 2**32, 200_000, dtype=np.uint64),
-                        np.arange(0, 2**32, 2**29, dtype=np.uint64), np.arange(2**29 - 1, 2**32, 2**29, dtype=np.uint64)])
-    got = np.asarray(_cos_turns(jnp.asarray(t.astype(np.uint32))))
-    np.testing.assert_allclose(got, np.cos(t / 2**32 * 2 * np.pi), atol=3e-7, rtol=0)
+                        np.array([0, 1, 2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1], dtype=np.uint64)])
+    got = np.asarray(_signed_cos(jnp.asarray(t.astype(np.uint32))))
+    f = ((t << 1) % 2**32 >> 8) / 2**24
+    want = np.where(t >= 2**31, -1.0, 1.0) * np.cos(np.pi / 2 * f)
+    np.testing.assert_allclose(got, want, atol=3e-7, rtol=0)
+    assert stats.kstest(got[:200_000], lambda c: 1 - np.arccos(np.clip(c, -1, 1)) / np.pi).pvalue > 1e-4
     words = jnp.asarray([7, 11], jnp.uint32)
     z = np.asarray(hash_normal(words, (256, 256, 3))).ravel()
     assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.01 and abs(stats.kurtosis(z)) < 0.05
@@ -392,6 +396,8 @@ def test_hashed_normals_are_box_muller_pairs():
     assert abs(np.corrcoef(z[0::2], z[1::2])[0, 1]) < 0.01 and abs(np.corrcoef(z[0::2] ** 2, z[1::2] ** 2)[0, 1]) < 0.01
     chw = np.asarray(hash_normal(words, (3, 256, 256), "CHW"))
     np.testing.assert_array_equal(np.moveaxis(chw, 0, -1).ravel(), z)
+    with pytest.raises(ValueError, match="at most 2\\*\\*31 values"):
+        jax.eval_shape(lambda: hash_normal(words, (2**16, 2**15, 2)))
 
 
 @pytest.mark.parametrize(

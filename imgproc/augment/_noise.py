@@ -6,7 +6,7 @@ Per-pixel random fields are drawn from a counter-based hash keyed by two 32-bit 
 ``jax.random.normal`` on the whole image: on CPU threefry normals cost several times more
 per value (benchmarks/NOTES.md, "Hashed noise"). Each value
 is ``mix(mix(counter ^ w0) + w1)`` with ``mix`` the "lowbias32" integer finaliser (an
-invertible 32-bit mixer; Wellons 2018); normals come from Box-Muller on pairs of values
+invertible 32-bit mixer; Wellons 2018); normals come from Box-Muller, one per value
 (:func:`hash_normal`). The two words are the op's drawn parameters, so a replay gives the
 same field. Reproducible for a given key, independent across keys derived by
 ``fold_in``/``split``.
@@ -72,38 +72,50 @@ def hash_uniform(words, shape, layout=None):
     return _unit(_hash(_counter(shape, layout), words))
 
 
+# counters at or above this value would meet the second draw's counters (``i | 2**31``)
+MAX_FIELD_VALUES = 1 << 31
+
+
 def hash_normal(words, shape, layout=None):
-    """Standard normal float32 field of ``shape`` keyed by ``words``: Box-Muller on pairs of
-    consecutive (H, W, C) positions. Pair ``p`` draws ``u`` (from counter ``p``) and ``v``
-    (from counter ``p + 2**31``: disjoint counters of one bijective hash, so independent
-    draws); position ``2p`` gets ``sqrt(-2 ln u) cos(2 pi v)`` and ``2p + 1`` the sine
-    (the cosine of the angle three quarters of a turn on, added to ``v``'s 32 bits). The
-    angle's cosine is a polynomial on an eighth of a turn (within 2e-7 of ``cos``), so the
-    field is one elementwise loop: 2.4x faster than ``sqrt(2) * erfinv(2u - 1)`` (the
-    inverse-CDF method of ``jax.random.normal``) and 15x faster than with ``jnp.cos``/``sin``
-    (benchmarks/NOTES.md, "Hashed noise"). With 24-bit ``u`` the largest value is about 5.9."""
+    """Standard normal float32 field of ``shape`` keyed by ``words``: Box-Muller, one value
+    per counter. The value at counter ``i`` draws ``u`` (from counter ``i``) and ``v``
+    (from counter ``i + 2**31``: disjoint counters of one bijective hash, so independent
+    draws) and is ``sqrt(-2 ln u) cos(2 pi v)``, with the cosine of a uniform angle drawn
+    as the cosine of a uniform quarter turn with a random sign (:func:`_signed_cos`): the
+    same distribution, and one short polynomial. At most :data:`MAX_FIELD_VALUES` values
+    a field; with 24-bit ``u`` the largest value is about 5.9.
+
+    Written for XLA:CPU's loop emitter (benchmarks/NOTES.md, "Hashed noise"): on an image
+    whose last axis is 3 channels, a loop body past a size limit is vectorised along that
+    axis alone (4 lanes, masked) instead of across pixels, 4x slower; the Box-Muller pair
+    of consecutive counters (``i >> 1``) and the octant-reduced cosine each put the noise
+    op over that limit."""
+    size = int(np.prod(shape))
+    if size > MAX_FIELD_VALUES:
+        raise ValueError(f"a hashed noise field holds at most 2**31 values; got shape {tuple(shape)} ({size} values)")
     i = _counter(shape, layout)
-    pair = i >> 1
-    u = _hash(pair, words)
-    v = _hash(pair | jnp.uint32(1 << 31), words)
-    turn = v + (i & 1) * jnp.uint32(0xC0000000)  # sin(a) = cos(a + 3/4 turn), wrapping mod 2**32
-    return jnp.sqrt(-2.0 * jnp.log(_unit(u))) * _cos_turns(turn)
+    u = _hash(i, words)
+    v = _hash(i | jnp.uint32(MAX_FIELD_VALUES), words)
+    return jnp.sqrt(-2.0 * jnp.log(_unit(u))) * _signed_cos(v)
 
 
-def _cos_turns(t):
-    """cos(2 pi t / 2**32) of uint32 ``t``: the octant from the top 3 bits, then a sine or
-    cosine polynomial (Taylor to degree 9 / 8 on [0, pi/4], error < 2e-7)."""
-    octant = t >> 29
-    f = ((t << 3) >> 8).astype(jnp.float32) * np.float32(1.0 / 16777216.0)  # position in the octant, [0, 1)
-    f = jnp.where((octant & 1) == 1, 1.0 - f, f)  # odd octants run backwards
-    a = f * np.float32(np.pi / 4)
+# cos(a) = sum_k (-1)**k a**(2k) / (2k)!, to a**12: within 7e-9 of cos on [0, pi/2]
+_COS_TAYLOR = [(-1) ** k / float(np.prod(np.arange(1, 2 * k + 1))) for k in range(7)]
+
+
+def _signed_cos(v):
+    """``±cos(pi/2 * f)`` of uint32 ``v``: ``f`` uniform in [0, 1) from bits 1-24, the
+    sign from bit 31. For uniform ``v`` it has the distribution of ``cos(2 pi v / 2**32)``
+    (the cosine of a uniform angle is that of a uniform quarter turn, either sign) and
+    equals ``sign * cos(pi/2 * f)`` to 3e-7."""
+    f = ((v << 1) >> 8).astype(jnp.float32) * np.float32(1.0 / 16777216.0)
+    a = f * np.float32(np.pi / 2)
     a2 = a * a
-    sin = a * (1.0 + a2 * (-1 / 6 + a2 * (1 / 120 + a2 * (-1 / 5040 + a2 * (1 / 362880)))))
-    cos = 1.0 + a2 * (-0.5 + a2 * (1 / 24 + a2 * (-1 / 720 + a2 * (1 / 40320))))
-    # octants 0, 3, 4, 7 take the cosine of the reduced angle, 1, 2, 5, 6 its sine;
-    # negative in octants 2 to 5
-    value = jnp.where(((octant + 1) & 2) == 2, sin, cos)
-    return jnp.where((octant >= 2) & (octant <= 5), -value, value)
+    c = np.float32(_COS_TAYLOR[-1])
+    for coef in _COS_TAYLOR[-2::-1]:
+        c = c * a2 + np.float32(coef)
+    sign = v & jnp.uint32(0x80000000)
+    return jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(c, jnp.uint32) ^ sign, jnp.float32)
 
 
 def _field_params(key, shape, *, layout):
