@@ -12,13 +12,15 @@ body of every public ``random_x(key, image, ...)``.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from imgproc._checks import check_image
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._stages import pick_options
-from imgproc._validate import check_key
+from imgproc._validate import check_key, is_traced
 
 __all__ = ["BATCH_LAYOUTS", "bernoulli", "image_layout", "maybe", "run_random_op", "sample_batch", "stage_key", "uniform"]
 
@@ -47,29 +49,63 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     image ``i`` draws from ``stage_key(key, i)``). ``options`` go to whichever of
     ``sample`` and ``apply`` (or ``run_batch`` for a batch) names them. A batch split over
     devices stays split, each image drawing from its global index
-    (:mod:`imgproc._sharded`)."""
+    (:mod:`imgproc._sharded`). Called eagerly (nothing traced, options of Python values
+    and stages), the draw and the op run as one compiled program per op, layout and
+    options, the last :data:`EAGER_PROGRAMS` kept: run op by op, a batch of 256 images of
+    224x224x3 took seconds (benchmarks/NOTES.md, "Hashed noise")."""
     key = check_key(key)
     image, layout = check_image(image, layout)
     image = jnp.asarray(image)
-    inner = image_layout(layout)
-    draw = pick_options(sample, options)
+    if layout in BATCH_LAYOUTS:
+        partition = batch_partition(image)
+        if partition is not None:  # split over devices: each its own images, global indices
+            frozen = freeze((layout, options))
+            inner = image_layout(layout)
+            return map_batch(lambda images, key, indices: _run_batch(sample, apply, run_batch, inner, options, images,
+                                                                     key, indices),
+                             image, partition, replicated=(key,), with_indices=True,
+                             key=None if frozen is None else (sample, apply, run_batch, frozen))
+    frozen = None if is_traced((image, key)) else freeze(options)
+    if frozen is None:
+        return _draw_and_apply(sample, apply, run_batch, layout, options, image, key)
+    return _eager_program(sample, apply, run_batch, layout, _Options(options, frozen))(image, key)
+
+
+# Random ops called eagerly, compiled once per op, layout and options; most recently used kept.
+EAGER_PROGRAMS = 64
+
+
+class _Options:
+    """An op's options, hashed and compared by their frozen form (:func:`imgproc._sharded.freeze`)."""
+
+    def __init__(self, options, frozen):
+        self.options, self.frozen = options, frozen
+
+    def __hash__(self):
+        return hash(self.frozen)
+
+    def __eq__(self, other):
+        return isinstance(other, _Options) and self.frozen == other.frozen
+
+
+@functools.lru_cache(maxsize=EAGER_PROGRAMS)
+def _eager_program(sample, apply, run_batch, layout, options):
+    return jax.jit(functools.partial(_draw_and_apply, sample, apply, run_batch, layout, options.options))
+
+
+def _draw_and_apply(sample, apply, run_batch, layout, options, image, key):
     if layout not in BATCH_LAYOUTS:
+        draw = pick_options(sample, options)
         return apply(image, sample(key, image.shape, layout=layout, **draw), layout=layout, **pick_options(apply, options))
+    return _run_batch(sample, apply, run_batch, image_layout(layout), options, image, key, jnp.arange(image.shape[0]))
 
-    def run(images, key, indices):
-        keys = jax.vmap(lambda i: stage_key(key, i))(indices)
-        params = sample_batch(sample, keys, images.shape[1:], layout=inner, **draw)
-        if run_batch is not None:
-            return run_batch(params, images, layout=inner, **pick_options(run_batch, options))
-        opts = pick_options(apply, options)
-        return jax.vmap(lambda x, p: apply(x, p, layout=inner, **opts))(images, params)
 
-    partition = batch_partition(image)
-    if partition is not None:  # split over devices: each its own images, global indices
-        frozen = freeze((layout, options))
-        return map_batch(run, image, partition, replicated=(key,), with_indices=True,
-                         key=None if frozen is None else (sample, apply, run_batch, frozen))
-    return run(image, key, jnp.arange(image.shape[0]))
+def _run_batch(sample, apply, run_batch, inner, options, images, key, indices):
+    keys = jax.vmap(lambda i: stage_key(key, i))(indices)
+    params = sample_batch(sample, keys, images.shape[1:], layout=inner, **pick_options(sample, options))
+    if run_batch is not None:
+        return run_batch(params, images, layout=inner, **pick_options(run_batch, options))
+    return jax.vmap(lambda x, p: apply(x, p, layout=inner, **pick_options(apply, options)))(images, params)
 
 
 # --------------------------------------------------------------------------- draws

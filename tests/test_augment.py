@@ -456,6 +456,32 @@ def test_new_keys_and_indices_do_not_recompile():
     assert imgproc.random_hue is A.random_hue and "random_choice" in imgproc.__all__
 
 
+def test_eager_random_ops_compile_once_per_op_and_options():
+    """An eager random op is one compiled program per op, layout and options: a new key
+    or new images of the same shape reuse it, new options make another; its result equals
+    the op traced inside the caller's jit, for a batch and for one image."""
+    from imgproc import _random
+
+    x = batch(4, 12, 10)
+    _random._eager_program.cache_clear()
+    a = np.asarray(A.gaussian_noise(jax.random.key(1), x, sigma=0.1))
+    b = np.asarray(A.gaussian_noise(jax.random.key(2), x[::-1], sigma=0.1))
+    assert _random._eager_program.cache_info().currsize == 1 and not np.array_equal(a, b)
+    given = {"sigma": 0.1, "max_value": None}  # what gaussian_noise passes on
+    options = _random._Options(given, _random.freeze(given))
+    program = _random._eager_program(A._noise._gaussian_noise_params, A._noise._apply_gaussian_noise, None, "NHWC",
+                                     options)  # the cached one
+    assert program._cache_size() == 1  # one trace for both calls
+    A.gaussian_noise(KEY, x, sigma=0.2)
+    assert _random._eager_program.cache_info().currsize == 2
+    for call in (lambda k, im: A.gaussian_noise(k, im, sigma=0.1), lambda k, im: A.random_brightness(k, im, max_delta=0.3),
+                 lambda k, im: A.random_choice(k, im, ["flip_left_right", {"op": "gaussian_noise"}])):
+        for im in (x, x[0]):
+            np.testing.assert_array_equal(np.asarray(call(KEY, im)), np.asarray(jax.jit(call)(KEY, im)))
+    traced_sigma = jnp.asarray(0.1)  # an array option: run as before, op by op
+    np.testing.assert_array_equal(np.asarray(A.gaussian_noise(jax.random.key(1), x, sigma=traced_sigma)), a)
+
+
 def test_hue_is_robust_to_fused_producers(pix):
     # regression: under jit XLA recomputed the rotation for each use with other rounding,
     # so dm-pix's ``max == channel`` tests failed and hues jumped by up to half a turn
