@@ -104,8 +104,8 @@ _COS_TAYLOR = [(-1) ** k / float(np.prod(np.arange(1, 2 * k + 1))) for k in rang
 
 
 def _signed_cos(v):
-    """``±cos(pi/2 * f)`` of uint32 ``v``: ``f`` uniform in [0, 1) from bits 1-24, the
-    sign from bit 31. For uniform ``v`` it has the distribution of ``cos(2 pi v / 2**32)``
+    """``±cos(pi/2 * f)`` of uint32 ``v``: ``f`` in [0, 1) from the 24 bits below the top
+    one, the sign from the top bit. For uniform ``v`` it has the distribution of ``cos(2 pi v / 2**32)``
     (the cosine of a uniform angle is that of a uniform quarter turn, either sign) and
     equals ``sign * cos(pi/2 * f)`` to 3e-7."""
     f = ((v << 1) >> 8).astype(jnp.float32) * np.float32(1.0 / 16777216.0)
