@@ -1,4 +1,5 @@
-"""JAX's persistent compilation cache for the command line.
+"""Compiled programs kept for reuse: in this process (:class:`KeptPrograms`), and on disk
+for the command line (JAX's persistent compilation cache).
 
 The ``imgproc`` command compiles its pipeline on first use; with the cache, a second
 run on an image of the same size bucket loads the compiled program from disk instead
@@ -11,9 +12,45 @@ disables the cache. Library users opt in by calling :func:`enable_compilation_ca
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
-__all__ = ["enable_compilation_cache", "default_cache_dir"]
+__all__ = ["KeptPrograms", "enable_compilation_cache", "default_cache_dir"]
+
+
+class KeptPrograms:
+    """Programs kept under hashable keys (an op and its frozen options,
+    :func:`imgproc._sharded.freeze`), at most ``limit``, the least recently used dropped
+    first. Safe to share between threads (``build`` runs under the lock: it only wraps a
+    function, the compiling happens at the program's first call)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._programs = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, build):
+        """The program kept under ``key``; ``build()`` makes it the first time."""
+        with self._lock:
+            if key in self._programs:
+                self._programs.move_to_end(key)
+            else:
+                if len(self._programs) >= self.limit:
+                    self._programs.popitem(last=False)
+                self._programs[key] = build()
+            return self._programs[key]
+
+    def __len__(self):
+        return len(self._programs)
+
+    def values(self):
+        with self._lock:
+            return list(self._programs.values())
+
+    def clear(self):
+        with self._lock:
+            self._programs.clear()
 
 
 def default_cache_dir() -> Path | None:

@@ -17,6 +17,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from imgproc._cache import KeptPrograms
 from imgproc._checks import check_image
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._stages import pick_options
@@ -51,7 +52,7 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     devices stays split, each image drawing from its global index
     (:mod:`imgproc._sharded`). Called eagerly (nothing traced, options of Python values
     and stages), the draw and the op run as one compiled program per op, layout and
-    options, the last :data:`EAGER_PROGRAMS` kept: run op by op, a batch of 256 images of
+    options, the last 64 kept (:data:`EAGER_PROGRAMS`): run op by op, a batch of 256 images of
     224x224x3 took seconds (benchmarks/NOTES.md, "Hashed noise")."""
     key = check_key(key)
     image, layout = check_image(image, layout)
@@ -61,36 +62,20 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
         if partition is not None:  # split over devices: each its own images, global indices
             frozen = freeze((layout, options))
             inner = image_layout(layout)
-            return map_batch(lambda images, key, indices: _run_batch(sample, apply, run_batch, inner, options, images,
-                                                                     key, indices),
-                             image, partition, replicated=(key,), with_indices=True,
+            return map_batch(functools.partial(_run_batch, sample, apply, run_batch, inner, options), image, partition,
+                             replicated=(key,), with_indices=True,
                              key=None if frozen is None else (sample, apply, run_batch, frozen))
     frozen = None if is_traced((image, key)) else freeze(options)
     if frozen is None:
         return _draw_and_apply(sample, apply, run_batch, layout, options, image, key)
-    return _eager_program(sample, apply, run_batch, layout, _Options(options, frozen))(image, key)
+    program = EAGER_PROGRAMS.get((sample, apply, run_batch, layout, frozen),
+                                 lambda: jax.jit(functools.partial(_draw_and_apply, sample, apply, run_batch, layout,
+                                                                   options)))
+    return program(image, key)
 
 
-# Random ops called eagerly, compiled once per op, layout and options; most recently used kept.
-EAGER_PROGRAMS = 64
-
-
-class _Options:
-    """An op's options, hashed and compared by their frozen form (:func:`imgproc._sharded.freeze`)."""
-
-    def __init__(self, options, frozen):
-        self.options, self.frozen = options, frozen
-
-    def __hash__(self):
-        return hash(self.frozen)
-
-    def __eq__(self, other):
-        return isinstance(other, _Options) and self.frozen == other.frozen
-
-
-@functools.lru_cache(maxsize=EAGER_PROGRAMS)
-def _eager_program(sample, apply, run_batch, layout, options):
-    return jax.jit(functools.partial(_draw_and_apply, sample, apply, run_batch, layout, options.options))
+# Random ops called eagerly: one compiled program per op, layout and options.
+EAGER_PROGRAMS = KeptPrograms(64)
 
 
 def _draw_and_apply(sample, apply, run_batch, layout, options, image, key):

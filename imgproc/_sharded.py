@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec
 
+from imgproc._cache import KeptPrograms
+
 __all__ = ["batch_partition", "global_indices", "on_several_devices", "shard_over_batch"]
 
 
@@ -70,8 +72,7 @@ def shard_over_batch(fn, mesh, axes, in_specs, out_specs):
     return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False))
 
 
-_PROGRAMS: dict = {}
-_MAX_PROGRAMS = 256
+_PROGRAMS = KeptPrograms(256)
 
 
 def freeze(value):
@@ -112,9 +113,4 @@ def map_batch(fn, x, partition, *, replicated=(), key=None, with_indices=False):
 
     if key is None:
         return build()(x, *replicated)
-    key = (key, mesh, axes, spec, len(replicated), with_indices)
-    if key not in _PROGRAMS:
-        if len(_PROGRAMS) >= _MAX_PROGRAMS:
-            _PROGRAMS.pop(next(iter(_PROGRAMS)))
-        _PROGRAMS[key] = build()
-    return _PROGRAMS[key](x, *replicated)
+    return _PROGRAMS.get((key, mesh, axes, spec, len(replicated), with_indices), build)(x, *replicated)

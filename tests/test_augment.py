@@ -463,17 +463,17 @@ def test_eager_random_ops_compile_once_per_op_and_options():
     from imgproc import _random
 
     x = batch(4, 12, 10)
-    _random._eager_program.cache_clear()
+    _random.EAGER_PROGRAMS.clear()
     a = np.asarray(A.gaussian_noise(jax.random.key(1), x, sigma=0.1))
     b = np.asarray(A.gaussian_noise(jax.random.key(2), x[::-1], sigma=0.1))
-    assert _random._eager_program.cache_info().currsize == 1 and not np.array_equal(a, b)
+    assert len(_random.EAGER_PROGRAMS) == 1 and not np.array_equal(a, b)
     given = {"sigma": 0.1, "max_value": None}  # what gaussian_noise passes on
-    options = _random._Options(given, _random.freeze(given))
-    program = _random._eager_program(A._noise._gaussian_noise_params, A._noise._apply_gaussian_noise, None, "NHWC",
-                                     options)  # the cached one
+    program = _random.EAGER_PROGRAMS.get(
+        (A._noise._gaussian_noise_params, A._noise._apply_gaussian_noise, None, "NHWC", _random.freeze(given)),
+        lambda: pytest.fail("the eager call kept no program under its op and options"))
     assert program._cache_size() == 1  # one trace for both calls
     A.gaussian_noise(KEY, x, sigma=0.2)
-    assert _random._eager_program.cache_info().currsize == 2
+    assert len(_random.EAGER_PROGRAMS) == 2
     for call in (lambda k, im: A.gaussian_noise(k, im, sigma=0.1), lambda k, im: A.random_brightness(k, im, max_delta=0.3),
                  lambda k, im: A.random_choice(k, im, ["flip_left_right", {"op": "gaussian_noise"}])):
         for im in (x, x[0]):
