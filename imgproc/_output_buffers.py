@@ -38,7 +38,10 @@ array before JAX reads it in place (:func:`imgproc._checks.host_aligned`); that 
 fresh memory too. :func:`host_buffer` hands out the memory of an earlier staging copy
 that nothing references any more (no view of it lives: JAX holds its arguments' NumPy
 arrays while it reads them, and a result that is one of them keeps it too), at most
-:data:`STAGING_PER_SHAPE` per shape and dtype, counted in :data:`KEPT_BYTES`.
+:data:`STAGING_PER_SHAPE` per shape and dtype, counted in :data:`KEPT_BYTES`. The
+joined result of a batch split over the cores (:func:`imgproc._execution.run_parts`) is
+host memory the CPU client uses in place too, and comes from the same place: once the
+caller drops that result, the next split batch of its shape is joined into it.
 """
 
 from __future__ import annotations

@@ -173,3 +173,40 @@ def test_eager_calls_on_misaligned_input_reuse_their_staging(image):
         del out
     assert buffers.kept(staging=True)[key(image)] <= buffers.STAGING_PER_SHAPE
     np.testing.assert_array_equal(source, before)  # the caller's array is never written
+
+
+def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch):
+    """A concrete batch split over the cores (imgproc._execution.run_parts) is joined into
+    host memory of an earlier joined result once nothing references it: never while the
+    caller holds that result, as a jax.Array or as a NumPy view of one."""
+    from imgproc import _execution
+
+    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)  # two slices, on any machine
+    batch = buffers.aligned_empty((16, 160, 160, 3), np.uint8)  # 1.2 MB, read in place: no staging copy
+    batch[...] = np.random.default_rng(1).integers(0, 256, batch.shape, dtype=np.uint8)
+    pipe = imgproc.Pipeline([{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}])
+    assert _execution.loop_parts(batch, loops=True, batched=True) == 2
+    keys = [jax.random.key(i) for i in range(6)]
+
+    buffers.release()
+    first = np.asarray(pipe(batch, key=keys[0]))
+    where, expected = first.ctypes.data, first.copy()
+    assert buffers.kept(staging=True) == {key(batch): 1}  # the joined result's memory
+    del first
+    gc.collect()
+    for _ in range(2):  # dropped each time: the same memory, written again
+        again = np.asarray(pipe(batch, key=keys[0]))
+        assert again.ctypes.data == where
+        np.testing.assert_array_equal(again, expected)
+        del again
+        gc.collect()
+
+    held_jax = pipe(batch, key=keys[1])
+    held_view = np.asarray(pipe(batch, key=keys[2]))
+    copies = [np.array(held_jax), held_view.copy()]
+    for k in keys[3:]:  # more results, dropped at once
+        pipe(batch, key=k)
+        gc.collect()
+    np.testing.assert_array_equal(np.asarray(held_jax), copies[0])
+    np.testing.assert_array_equal(held_view, copies[1])
+    assert not np.may_share_memory(np.asarray(held_jax), held_view)
