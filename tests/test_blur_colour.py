@@ -116,6 +116,8 @@ def test_clahe_is_opencvs(clip, tiles):
     g = CAT[:123, :157, 1]  # sides not multiples of most tile counts: OpenCV's extension
     ref = cv2.createCLAHE(clipLimit=clip, tileGridSize=(tiles[1], tiles[0])).apply(g)
     np.testing.assert_array_equal(imgproc.clahe(g, clip_limit=clip, tiles=tiles), ref)
+    # compiled (a pipeline stage, the caller's jit), fused multiply-adds must not move ties
+    np.testing.assert_array_equal(jax.jit(lambda x, c: imgproc.clahe(x, clip_limit=c, tiles=tiles))(g, clip), ref)
     rgb = CAT[:64, :80]
     ours = np.asarray(imgproc.clahe(rgb, clip_limit=clip, tiles=tiles))
     for c in range(3):
