@@ -41,6 +41,19 @@ class KeptPrograms:
                 self._programs[key] = build()
             return self._programs[key]
 
+    def find(self, key):
+        """The program kept under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            if key not in self._programs:
+                return None
+            self._programs.move_to_end(key)
+            return self._programs[key]
+
+    def drop(self, key):
+        """Forget ``key`` (nothing when it is not kept)."""
+        with self._lock:
+            self._programs.pop(key, None)
+
     def __len__(self):
         return len(self._programs)
 

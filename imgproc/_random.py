@@ -17,11 +17,11 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from imgproc._cache import KeptPrograms
+from imgproc._eager import run_compiled
 from imgproc._checks import check_image
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._stages import pick_options
-from imgproc._validate import check_key, is_traced
+from imgproc._validate import check_key
 
 __all__ = ["BATCH_LAYOUTS", "bernoulli", "image_layout", "maybe", "run_random_op", "sample_batch", "stage_key", "uniform"]
 
@@ -51,8 +51,8 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     ``sample`` and ``apply`` (or ``run_batch`` for a batch) names them. A batch split over
     devices stays split, each image drawing from its global index
     (:mod:`imgproc._sharded`). Called eagerly (nothing traced, options of Python values
-    and stages), the draw and the op run as one compiled program per op, layout and
-    options, the last 64 kept (:data:`EAGER_PROGRAMS`): run op by op, a batch of 256 images of
+    and stages), the draw and the op run as one compiled program per op and layout, its
+    numbers as arguments (:mod:`imgproc._eager`): run op by op, a batch of 256 images of
     224x224x3 took seconds (benchmarks/NOTES.md, "Hashed noise")."""
     key = check_key(key)
     image, layout = check_image(image, layout)
@@ -65,20 +65,11 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
             return map_batch(functools.partial(_run_batch, sample, apply, run_batch, inner, options), image, partition,
                              replicated=(key,), with_indices=True,
                              key=None if frozen is None else (sample, apply, run_batch, frozen))
-    frozen = None if is_traced((image, key)) else freeze(options)
-    if frozen is None:
-        return _draw_and_apply(sample, apply, run_batch, layout, options, image, key)
-    program = EAGER_PROGRAMS.get((sample, apply, run_batch, layout, frozen),
-                                 lambda: jax.jit(functools.partial(_draw_and_apply, sample, apply, run_batch, layout,
-                                                                   options)))
-    return program(image, key)
+    return run_compiled((sample, apply, run_batch, layout),
+                        functools.partial(_draw_and_apply, sample, apply, run_batch, layout), (image, key), options)
 
 
-# Random ops called eagerly: one compiled program per op, layout and options.
-EAGER_PROGRAMS = KeptPrograms(64)
-
-
-def _draw_and_apply(sample, apply, run_batch, layout, options, image, key):
+def _draw_and_apply(sample, apply, run_batch, layout, image, key, **options):
     if layout not in BATCH_LAYOUTS:
         draw = pick_options(sample, options)
         return apply(image, sample(key, image.shape, layout=layout, **draw), layout=layout, **pick_options(apply, options))

@@ -456,24 +456,23 @@ def test_new_keys_and_indices_do_not_recompile():
     assert imgproc.random_hue is A.random_hue and "random_choice" in imgproc.__all__
 
 
-def test_eager_random_ops_compile_once_per_op_and_options():
-    """An eager random op is one compiled program per op, layout and options: a new key
-    or new images of the same shape reuse it, new options make another; its result equals
-    the op traced inside the caller's jit, for a batch and for one image."""
-    from imgproc import _random
+def test_eager_random_ops_compile_once_per_op(compilations):
+    """An eager random op is one compiled program per op and layout, its numbers program
+    arguments (imgproc._eager): a new key, new images of the same shape or a new sigma
+    reuse it; its result equals the op traced inside the caller's jit, for a batch and for
+    one image."""
+    from imgproc import _eager
 
     x = batch(4, 12, 10)
-    _random.EAGER_PROGRAMS.clear()
+    _eager.PROGRAMS.clear()
     a = np.asarray(A.gaussian_noise(jax.random.key(1), x, sigma=0.1))
-    b = np.asarray(A.gaussian_noise(jax.random.key(2), x[::-1], sigma=0.1))
-    assert len(_random.EAGER_PROGRAMS) == 1 and not np.array_equal(a, b)
-    given = {"sigma": 0.1, "max_value": None}  # what gaussian_noise passes on
-    program = _random.EAGER_PROGRAMS.get(
-        (A._noise._gaussian_noise_params, A._noise._apply_gaussian_noise, None, "NHWC", _random.freeze(given)),
-        lambda: pytest.fail("the eager call kept no program under its op and options"))
-    assert program._cache_size() == 1  # one trace for both calls
-    A.gaussian_noise(KEY, x, sigma=0.2)
-    assert len(_random.EAGER_PROGRAMS) == 2
+    with compilations() as compiled:
+        b = np.asarray(A.gaussian_noise(jax.random.key(2), x[::-1], sigma=0.1))
+        c = np.asarray(A.gaussian_noise(jax.random.key(1), x, sigma=0.2))
+    assert compiled == [] and len(_eager.PROGRAMS) == 1
+    assert not np.array_equal(a, b) and not np.array_equal(a, c)
+    with pytest.raises(ValueError, match="sigma"):  # checked on the value, though an argument
+        A.gaussian_noise(KEY, x, sigma=-1.0)
     for call in (lambda k, im: A.gaussian_noise(k, im, sigma=0.1), lambda k, im: A.random_brightness(k, im, max_delta=0.3),
                  lambda k, im: A.random_choice(k, im, ["flip_left_right", {"op": "gaussian_noise"}])):
         for im in (x, x[0]):

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._convolution import correlate
+from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
@@ -17,6 +18,7 @@ from imgproc.restoration import median
 
 
 @callers_type
+@compiled_when_eager
 def median_blur(image, *, size=3, mode="nearest", layout=None):
     """Median over a ``size`` x ``size`` window per channel: :func:`imgproc.restoration.median`
     with ``mode="nearest"`` by default, which is ``cv2.medianBlur`` (OpenCV repeats the edge
@@ -59,6 +61,7 @@ def motion_kernel(size, angle, length=None):
 
 
 @callers_type
+@compiled_when_eager
 def motion_blur(image, length, angle, *, mode="mirror", layout=None):
     """Blur along a line: :func:`imgproc.correlate` with :func:`motion_kernel` ``(length,
     angle)`` (``length`` odd, static: the kernel side; ``angle`` degrees, traced). With the

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 
 from imgproc._arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc._checks import check_image
+from imgproc._eager import compiled_when_eager
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
@@ -95,6 +96,7 @@ def _clahe_plane(plane, m, tiles, clip_limit):
 
 
 @callers_type
+@compiled_when_eager
 def clahe(image, *, clip_limit=40.0, tiles=(8, 8), max_value=None, layout=None):
     """Contrast-limited adaptive histogram equalisation of each channel: OpenCV's
     ``cv2.createCLAHE(clipLimit=clip_limit, tileGridSize=(tiles[1], tiles[0])).apply``

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from imgproc._types import callers_type
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
+from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc._types import callers_type
 from imgproc._validate import check_number, check_range
 from imgproc.augment._common import back, need_rgb, to_float
 
@@ -29,6 +30,7 @@ def _channel_split(x, layout):
 
 
 @callers_type
+@compiled_when_eager
 def rgb_to_hsv(image, *, layout=None):
     """RGB to HSV, float32, the definition of ``dm_pix.rgb_to_hsv`` (as ``tf.image.rgb_to_hsv``):
     hue in [0, 1), saturation = (max - min) / max, value = max (in the image's own range).
@@ -76,6 +78,7 @@ def _hsv_to_rgb(hue, saturation, value):
 
 
 @callers_type
+@compiled_when_eager
 def hsv_to_rgb(image, *, layout=None):
     """HSV to RGB, float32, the inverse of :func:`rgb_to_hsv` (``dm_pix.hsv_to_rgb``). The hue
     is taken modulo 1 first (a hue of 1.2 is 0.2), as dm-pix and TensorFlow do.
@@ -103,6 +106,7 @@ def _hsv_op(image, layout, name, fn):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_hue(image, delta, *, layout=None):
     """Rotate the hue by ``delta`` turns (``delta`` in [-1, 1]; 0.5 is half a turn).
 
@@ -115,6 +119,7 @@ def adjust_hue(image, delta, *, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_saturation(image, factor, *, layout=None):
     """Scale the HSV saturation by ``factor`` (clipped to [0, 1]): ``dm_pix.adjust_saturation``
     (TF's ``tf.image.adjust_saturation``). Any value range; RGB only."""
@@ -124,6 +129,7 @@ def adjust_saturation(image, factor, *, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_brightness(image, delta, *, max_value=None, layout=None):
     """Add ``delta * max_value`` to every pixel (``delta`` is a fraction of the range).
 
@@ -144,6 +150,7 @@ def adjust_brightness(image, delta, *, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_contrast(image, factor, *, layout=None):
     """``(x - mean) * factor + mean`` with the per-image, per-channel mean over H and W:
     ``dm_pix.adjust_contrast`` (TF's ``tf.image.adjust_contrast``). For a batch, each image
@@ -173,6 +180,7 @@ def _spatial_mean(x, layout):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
     """``gain * max_value * (clip(x, 0, max_value) / max_value) ** gamma``; with
     ``max_value=1`` this is ``dm_pix.adjust_gamma`` (which clips the input to [0, 1]
@@ -193,6 +201,7 @@ def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def rgb_to_grayscale(image, *, keep_channels=True, layout=None):
     """Luma ``0.2989 R + 0.5870 G + 0.1140 B`` (``dm_pix.rgb_to_grayscale``, ITU-R 601-2).
 

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc._arrays import resolve_max
+from imgproc._eager import compiled_when_eager
 from imgproc._types import callers_type
 from imgproc.augment._colour import _on_planes
 
@@ -36,6 +37,7 @@ def _scaled(image, max_value):
 
 
 @callers_type
+@compiled_when_eager
 def rgb_to_ycbcr(image, *, max_value=None, layout=None):
     """RGB to YCbCr as ``skimage.color.rgb2ycbcr``: ``Y = 16 + 65.481 R + 128.553 G + 24.966
     B``, ... with R, G, B in [0, 1] (``x / max_value``); float32 out. 3 channels.
@@ -51,6 +53,7 @@ def rgb_to_ycbcr(image, *, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def ycbcr_to_rgb(image, *, layout=None):
     """YCbCr (skimage's units) to RGB in [0, 1], float32: ``skimage.color.ycbcr2rgb`` (the
     inverse matrix; not clipped, as skimage).
@@ -69,6 +72,7 @@ def _lab_f(t):
 
 
 @callers_type
+@compiled_when_eager
 def rgb_to_lab(image, *, max_value=None, layout=None):
     """sRGB to CIE L*a*b* (D65, 2° observer) as ``skimage.color.rgb2lab``: the sRGB curve
     undone, ``skimage.color.xyz_from_rgb``, then Lab relative to the D65 white. RGB in [0, 1]
@@ -92,6 +96,7 @@ def rgb_to_lab(image, *, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def lab_to_rgb(image, *, layout=None):
     """CIE L*a*b* (D65, 2°) to sRGB in [0, 1], float32, as ``skimage.color.lab2rgb``
     (negative Z clipped to 0 and the result clipped to [0, 1], as skimage does, without its

@@ -12,12 +12,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._types import callers_type
 from imgproc._arrays import spatial_axes
 from imgproc._boundary import source_index
 from imgproc._checks import check_image
+from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
+from imgproc._types import callers_type
 from imgproc._validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
 from imgproc.augment._common import back, draw_box, hw, to_float
@@ -27,6 +28,7 @@ from imgproc.augment._targets import matrix_rule, scale_translate
 
 
 @callers_type
+@compiled_when_eager
 def flip_left_right(image, *, layout=None):
     """Mirror the columns (W axis). Any layout; shape and dtype kept.
 
@@ -42,6 +44,7 @@ def flip_left_right(image, *, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def flip_up_down(image, *, layout=None):
     """Mirror the rows (H axis). Any layout; shape and dtype kept. Matches ``np.flip(image, axis=H)``."""
     image, layout = check_image(image, layout)
@@ -49,6 +52,7 @@ def flip_up_down(image, *, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def rot90(image, *, k=1, layout=None):
     """Rotate by ``k`` quarter turns counter-clockwise (``np.rot90(image, k, axes=(H, W))``).
 
@@ -74,6 +78,7 @@ def _fitting_size(size, shape, layout):
 
 
 @callers_type
+@compiled_when_eager
 def crop(image, top, left, *, size, layout=None):
     """Cut the ``size = (height, width)`` window whose top-left pixel is ``(top, left)``.
 
@@ -94,6 +99,7 @@ def crop(image, top, left, *, size, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def resized_crop(image, top, left, height, width, *, size, antialias=True, layout=None):
     """Crop the box ``(top, left, height, width)`` (pixels, may be fractional and traced) and
     resize it to the static ``size = (out_height, out_width)`` with linear interpolation.
@@ -147,6 +153,7 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
 
 
 @callers_type
+@compiled_when_eager
 def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     """Bilinear sampling of ``image`` at float coordinates ``rows``, ``cols`` (each of the
     output's (H', W') shape), every channel at once.
@@ -205,6 +212,7 @@ def _cos_sin_degrees(angle):
 
 
 @callers_type
+@compiled_when_eager
 def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
     """Rotate by ``angle`` degrees counter-clockwise about the image centre, keeping the shape.
 
@@ -230,6 +238,7 @@ def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def translate(image, dy, dx, *, mode="constant", cval=0.0, layout=None):
     """Shift the content by ``(dy, dx)`` pixels (down, right; may be fractional and traced).
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from imgproc._arrays import channel_axis, from_nhwc, materialized, resolve_max, to_nhwc
 from imgproc._checks import check_image
+from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
@@ -81,6 +82,7 @@ def _check_per_channel(name, values, *, nonzero=False):
 
 
 @callers_type
+@compiled_when_eager
 def to_float(image, *, max_value=None, layout=None):
     """The image as float32 in [0, 1]: ``x / max_value`` (255 for uint8, 65535 for uint16,
     1 for floats: float input is only cast). torchvision's ``ToTensor`` /
@@ -97,6 +99,7 @@ def to_float(image, *, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def normalize(image, mean, std, *, max_value=None, layout=None):
     """``(x / max_value - mean) / std`` per channel, as float32: torchvision's
     ``ToTensor()`` followed by ``Normalize(mean, std)`` (a uint8 image is first scaled to
@@ -132,6 +135,7 @@ def normalize(image, mean, std, *, max_value=None, layout=None):
 
 
 @callers_type
+@compiled_when_eager
 def invert(image, *, max_value=None, layout=None):
     """``max_value - x``: torchvision's ``invert`` (``PIL.ImageOps.invert`` on uint8).
 
@@ -155,6 +159,7 @@ def _posterize(x, bits, m):
 
 
 @callers_type
+@compiled_when_eager
 def posterize(image, bits, *, max_value=None, layout=None):
     """Keep the top ``bits`` bits of each value: torchvision's ``posterize``
     (``PIL.ImageOps.posterize`` on uint8: ``x & (0xFF << (8 - bits))``).
@@ -182,6 +187,7 @@ def _solarize(x, threshold, m):
 
 
 @callers_type
+@compiled_when_eager
 def solarize(image, threshold, *, max_value=None, layout=None):
     """Invert the values at or above ``threshold``: torchvision's ``solarize``
     (``PIL.ImageOps.solarize``: ``x if x < threshold else max - x``). ``threshold`` is in
@@ -235,6 +241,7 @@ def channel_extrema(y):
 
 
 @callers_type
+@compiled_when_eager
 def equalize(image, *, max_value=None, layout=None):
     """Histogram equalisation of each channel of each image: ``PIL.ImageOps.equalize`` (what
     torchvision's ``equalize`` computes, also for tensors).
@@ -267,6 +274,7 @@ def _autocontrast(x, layout, m):
 
 
 @callers_type
+@compiled_when_eager
 def autocontrast(image, *, max_value=None, layout=None):
     """Stretch each channel of each image to the full range: ``(x - min) * max_value / (max -
     min)`` clipped to [0, max_value], a constant channel unchanged. torchvision's
@@ -299,6 +307,7 @@ def _sharpness(x, factor, layout, m):
 
 
 @callers_type
+@compiled_when_eager
 def adjust_sharpness(image, factor, *, max_value=None, layout=None):
     """Blend with a smoothed copy: ``factor * x + (1 - factor) * smooth(x)``, clipped to [0,
     max_value]; torchvision's ``adjust_sharpness`` (``PIL.ImageEnhance.Sharpness``).

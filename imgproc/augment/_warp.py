@@ -19,13 +19,14 @@ import numpy as np
 
 from imgproc._arrays import spatial_axes
 from imgproc._checks import check_image
+from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._types import callers_type
 from imgproc._validate import check_choice, check_number, check_range, is_traced
 from imgproc.augment._common import hw, sample_nearest, warp_coordinates
-from imgproc.augment._targets import matrix_rule
 from imgproc.augment._geometry import _cos_sin_degrees, sample
+from imgproc.augment._targets import matrix_rule
 
 __all__ = ["INTERPOLATIONS", "affine", "affine_matrix", "perspective", "perspective_matrix", "random_affine",
            "random_perspective", "warp"]
@@ -95,6 +96,7 @@ def _pair(name, value):
 
 
 @callers_type
+@compiled_when_eager
 def affine(image, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), interpolation="bilinear",
            cval=0.0, layout=None):
     """Rotate, scale, shear and translate in one warp, about the image centre:
@@ -158,6 +160,7 @@ def _check_points(name, points):
 
 
 @callers_type
+@compiled_when_eager
 def perspective(image, startpoints, endpoints, *, interpolation="bilinear", cval=0.0, layout=None):
     """Warp so that the four ``startpoints`` move to the four ``endpoints`` (``(x, y)``
     pixel indices; may be traced): ``cv2.warpPerspective(image,
