@@ -1,4 +1,4 @@
-"""An op called eagerly runs as one compiled program, its numbers as program arguments.
+"""An op called eagerly runs as one compiled program, its float options as program arguments.
 
 Why. A JAX function called on concrete arrays runs op by op: each primitive is its own
 small program over the whole image or batch, with fresh temporaries. On 64 images of
@@ -7,23 +7,26 @@ against 14, ``posterize`` 67 against 1.3 (benchmarks/NOTES.md, "Eager augmentati
 
 How. :func:`run_compiled` runs ``fn(*arrays, **options)``, when nothing is traced and every option
 is a Python value (numbers, strings, sequences, dicts, stages), as a program compiled once
-per op, option structure and array shapes (:data:`PROGRAMS`, the last 64 kept):
+per op and option structure (:data:`PROGRAMS`, the last 64 kept):
 
-* Numbers (ints and floats, not bools) are arguments of the program, so a new value does
-  not compile again (the design's rule 4). An op that needs a number while tracing (a
-  size, a count, a kernel radius) fails to trace with it as an argument; that is found
-  at its first call and remembered (:data:`LEVELS`): its ints are then compiled in and only
-  its floats are arguments, or, when a float is needed too, every option is compiled in
-  (one program per value).
+* Float options are arguments of the program, so a new angle, factor or sigma does not
+  compile again (the design's rule 4). Ints (sizes, paddings, counts, bits) and bools are
+  compiled in: an op may need them while tracing, and ``max_value`` (named in
+  :data:`COMPILED_IN`) picks a definition (integer levels or floats), not a value, so it is
+  compiled in whatever its type. An op that needs a float while tracing fails to trace with
+  it as an argument; that is found at its first call and remembered (:data:`LEVELS`), and
+  its floats are then compiled in too (one program per value).
 * An op's checks let traced numbers through (:func:`imgproc._validate.check_number`), so
-  the options' checks run first on the concrete values, by tracing the op without
-  computing anything (``jax.eval_shape``), once per op, options and shapes
-  (:data:`CHECKED`, the last 4096 kept). Bad options raise the op's own error, as before.
-* An op may also refuse a traced number with its own error (a size must be a Python
-  int); since the options' checks have passed on the concrete values by then, any error
-  while tracing with numbers as arguments moves on to the next level, and the last one,
-  with every option compiled in, raises what the op raises.
+  the options are first checked on their values by tracing the op without computing
+  anything (``jax.eval_shape``), once per op, options and shapes (:data:`CHECKED`, the
+  last 4096 kept). Bad options raise the op's own error, as before.
 * Options that hold arrays (per-image values) are not compiled: the op runs op by op.
+
+:func:`compiled_when_eager` checks a NumPy image first (:func:`imgproc._checks.check_image`:
+finite values, the aligned copy, the layout warning), since inside the program it is a
+tracer. Only ops whose floats are values are decorated; ops that pick a path by whether an
+option is traced (``resized_crop``), whose kernel is built from a float (``motion_blur``),
+or that only move data (crops, flips, pads, resizes, which already ran fast) are not.
 
 The program computes what the op computes inside the caller's ``jit``.
 """
@@ -33,47 +36,52 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from imgproc._cache import KeptPrograms
+from imgproc._checks import check_image
 from imgproc._sharded import freeze
 from imgproc._validate import is_traced
 
-__all__ = ["CHECKED", "LEVELS", "PROGRAMS", "compiled_when_eager", "run_compiled"]
+__all__ = ["CHECKED", "COMPILED_IN", "LEVELS", "PROGRAMS", "compiled_when_eager", "run_compiled"]
 
 PROGRAMS = KeptPrograms(64)  # (op, structure, level, static options) -> jitted program
-LEVELS = KeptPrograms(1024)  # (op, structure) -> which numbers trace as arguments
+LEVELS = KeptPrograms(1024)  # (op, structure) -> the level that traced: floats as arguments or none
 CHECKED = KeptPrograms(4096)  # (op, options, shapes) -> True: their checks ran
 
 # which option values are program arguments, tried in this order
-_LEVELS = ("numbers", "floats", "none")
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+_LEVELS = ("floats", "none")
+COMPILED_IN = frozenset({"max_value"})  # options that pick a definition: always compiled in
 
 
-def _is_argument(value, level) -> bool:
-    if level == "none" or isinstance(value, bool):
-        return False
-    if isinstance(value, float):
-        return True
-    return level == "numbers" and isinstance(value, int) and _INT32[0] <= value <= _INT32[1]
+def _mask(leaves, paths, level):
+    """Which option leaves are program arguments at ``level``."""
+    if level == "none":
+        return [False] * len(leaves)
+    return [isinstance(v, float) and not (set(p) & COMPILED_IN) for v, p in zip(leaves, paths)]
+
+
+def _names(path):
+    return tuple(getattr(k, "key", None) for k in path)
 
 
 def run_compiled(op, fn, arrays, options):
     """``fn(*arrays, **options)``; compiled as the module docstring says when ``arrays``
     are concrete and ``options`` hold no array. ``op`` names the op in the caches (the
     function itself, or a tuple of what makes it)."""
-    leaves, tree = jax.tree_util.tree_flatten(options)
+    flat, tree = jax.tree_util.tree_flatten_with_path(options)
+    leaves = [v for _, v in flat]
+    paths = [_names(p) for p, _ in flat]
     frozen = [freeze(v) for v in leaves]
     if is_traced(tuple(arrays)) or any(f is None for f in frozen):
         return fn(*arrays, **options)
     shapes = tuple((a.shape, str(a.dtype)) for a in arrays)
-    kinds = tuple(("number", type(v).__name__) if _is_argument(v, "numbers") else f for v, f in zip(leaves, frozen))
+    floats = _mask(leaves, paths, "floats")
+    kinds = tuple(("float",) if m else f for m, f in zip(floats, frozen))
     known = LEVELS.find((op, tree, kinds))
-    tried = set()
     for trial in _LEVELS[_LEVELS.index(known) if known is not None else 0:]:
-        mask = [_is_argument(v, trial) for v in leaves]
-        if tuple(mask) in tried:  # no int among the options: "floats" is "numbers" again
-            continue
-        tried.add(tuple(mask))
+        mask = _mask(leaves, paths, trial)
         if any(mask) and CHECKED.find((op, tree, tuple(frozen), shapes)) is None:
             jax.eval_shape(functools.partial(fn, **options), *arrays)  # the checks, on the values
             CHECKED.get((op, tree, tuple(frozen), shapes), lambda: True)
@@ -83,12 +91,14 @@ def run_compiled(op, fn, arrays, options):
         numbers = [v for v, m in zip(leaves, mask) if m]
         try:
             out = program(tuple(arrays), numbers)
-        except Exception:  # noqa: BLE001 - a number the op needs while tracing (see below)
+        except (TypeError, ValueError, IndexError):  # a float the op needs while tracing
             if not any(mask):  # every option compiled in: the op's own error
                 raise
             PROGRAMS.drop((op, tree, trial, static))
             continue
-        LEVELS.get((op, tree, kinds), lambda: trial)
+        if trial != known:
+            LEVELS.drop((op, tree, kinds))
+            LEVELS.get((op, tree, kinds), lambda: trial)
         return out
     raise AssertionError("unreachable: the last level compiles every option in")
 
@@ -107,6 +117,8 @@ def compiled_when_eager(fn):
 
     @functools.wraps(fn)
     def wrapper(image, *args, **options):
+        if isinstance(image, np.ndarray):  # finite, aligned; inside the program it is a tracer
+            image = jnp.asarray(check_image(image, options.get("layout"))[0])
         if not args:
             return run_compiled(fn, fn, (image,), options)
         return run_compiled(fn, _positional(fn, len(args)), (image,), {"args": args, **options})

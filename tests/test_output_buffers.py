@@ -201,7 +201,8 @@ def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch
         del again
         gc.collect()
 
-    held_jax = pipe(batch, key=keys[1])
+    held_jax = pipe(jnp.asarray(batch), key=keys[1])  # a jax.Array in, a jax.Array out
+    assert isinstance(held_jax, jax.Array)
     held_view = np.asarray(pipe(batch, key=keys[2]))
     copies = [np.array(held_jax), held_view.copy()]
     for k in keys[3:]:  # more results, dropped at once

@@ -61,7 +61,6 @@ def motion_kernel(size, angle, length=None):
 
 
 @callers_type
-@compiled_when_eager
 def motion_blur(image, length, angle, *, mode="mirror", layout=None):
     """Blur along a line: :func:`imgproc.correlate` with :func:`motion_kernel` ``(length,
     angle)`` (``length`` odd, static: the kernel side; ``angle`` degrees, traced). With the

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 
 from imgproc._arrays import channel_axis, resolve_max, spatial_axes
 from imgproc._checks import check_image
-from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
@@ -29,7 +28,6 @@ def _box_mask(shape, layout, top, left, height, width):
 
 
 @callers_type
-@compiled_when_eager
 def erase(image, top, left, height, width, *, value=0.0, layout=None):
     """Set the box ``rows [top, top + height) x cols [left, left + width)`` to ``value``
     (a number or one value per channel, in the image's own range); box bounds may be traced.

@@ -28,7 +28,6 @@ from imgproc.augment._targets import matrix_rule, scale_translate
 
 
 @callers_type
-@compiled_when_eager
 def flip_left_right(image, *, layout=None):
     """Mirror the columns (W axis). Any layout; shape and dtype kept.
 
@@ -44,7 +43,6 @@ def flip_left_right(image, *, layout=None):
 
 
 @callers_type
-@compiled_when_eager
 def flip_up_down(image, *, layout=None):
     """Mirror the rows (H axis). Any layout; shape and dtype kept. Matches ``np.flip(image, axis=H)``."""
     image, layout = check_image(image, layout)
@@ -52,7 +50,6 @@ def flip_up_down(image, *, layout=None):
 
 
 @callers_type
-@compiled_when_eager
 def rot90(image, *, k=1, layout=None):
     """Rotate by ``k`` quarter turns counter-clockwise (``np.rot90(image, k, axes=(H, W))``).
 
@@ -78,7 +75,6 @@ def _fitting_size(size, shape, layout):
 
 
 @callers_type
-@compiled_when_eager
 def crop(image, top, left, *, size, layout=None):
     """Cut the ``size = (height, width)`` window whose top-left pixel is ``(top, left)``.
 
@@ -99,7 +95,6 @@ def crop(image, top, left, *, size, layout=None):
 
 
 @callers_type
-@compiled_when_eager
 def resized_crop(image, top, left, height, width, *, size, antialias=True, layout=None):
     """Crop the box ``(top, left, height, width)`` (pixels, may be fractional and traced) and
     resize it to the static ``size = (out_height, out_width)`` with linear interpolation.
@@ -153,7 +148,6 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
 
 
 @callers_type
-@compiled_when_eager
 def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     """Bilinear sampling of ``image`` at float coordinates ``rows``, ``cols`` (each of the
     output's (H', W') shape), every channel at once.
@@ -238,7 +232,6 @@ def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
 
 
 @callers_type
-@compiled_when_eager
 def translate(image, dy, dx, *, mode="constant", cval=0.0, layout=None):
     """Shift the content by ``(dy, dx)`` pixels (down, right; may be fractional and traced).
 

@@ -82,7 +82,6 @@ def _check_per_channel(name, values, *, nonzero=False):
 
 
 @callers_type
-@compiled_when_eager
 def to_float(image, *, max_value=None, layout=None):
     """The image as float32 in [0, 1]: ``x / max_value`` (255 for uint8, 65535 for uint16,
     1 for floats: float input is only cast). torchvision's ``ToTensor`` /

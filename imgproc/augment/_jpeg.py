@@ -33,7 +33,6 @@ import numpy as np
 
 from imgproc._arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc._checks import check_image
-from imgproc._eager import compiled_when_eager
 from imgproc._random import run_random_op
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
@@ -155,7 +154,6 @@ def _check_quality(quality):
 
 
 @callers_type
-@compiled_when_eager
 def jpeg_compression(image, quality, *, max_value=None, layout=None):
     """The image after a JPEG encode and decode at ``quality`` (1..100, libjpeg's scale),
     computed in JAX (see the module docstring for every step): 4:2:0 chroma subsampling,

@@ -18,7 +18,6 @@ import numpy as np
 from imgproc._arrays import spatial_axes
 from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
-from imgproc._eager import compiled_when_eager
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._types import callers_type
@@ -76,7 +75,6 @@ def _resize(image, out_hw, layout, method, antialias):
 
 
 @callers_type
-@compiled_when_eager
 def resize(image, size, *, method="linear", antialias=True, layout=None):
     """Resize to ``size = (height, width)`` (an int: a square) with ``method``.
 
@@ -139,7 +137,6 @@ def _check_shorter(size, max_size):
 
 
 @callers_type
-@compiled_when_eager
 def resize_shorter(image, size, *, max_size=None, method="linear", antialias=True, layout=None):
     """Resize so the shorter side is ``size``, keeping the aspect ratio (torchvision's
     ``Resize(size: int, max_size=...)`` output-size rule, :func:`shorter_side_size`;
@@ -197,7 +194,6 @@ def _pad(image, ltrb, layout, mode, cval):
 
 
 @callers_type
-@compiled_when_eager
 def pad(image, padding, *, mode="constant", cval=0.0, layout=None):
     """Pad the borders: ``padding`` is an int (every side), ``(left/right, top/bottom)`` or
     ``(left, top, right, bottom)`` (torchvision's ``F.pad`` order), static.
@@ -235,7 +231,6 @@ def center_crop_box(h: int, w: int, size) -> tuple[tuple[int, int, int, int], in
 
 
 @callers_type
-@compiled_when_eager
 def center_crop(image, size, *, cval=0.0, layout=None):
     """Cut the centred ``size = (height, width)`` window (an int: a square), with
     torchvision's ``F.center_crop`` rounding (top = ``round((H - height) / 2)``, Python's
@@ -274,7 +269,6 @@ def letterbox_box(h: int, w: int, size) -> tuple[int, int, int, int]:
 
 
 @callers_type
-@compiled_when_eager
 def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=None):
     """Resize keeping the aspect ratio to fit ``size = (height, width)``, then pad to
     ``size`` with ``cval``, centred (:func:`letterbox_box`; pixels by :func:`resize`).
