@@ -98,7 +98,6 @@ def to_float(image, *, max_value=None, layout=None):
 
 
 @callers_type
-@compiled_when_eager
 def normalize(image, mean, std, *, max_value=None, layout=None):
     """``(x / max_value - mean) / std`` per channel, as float32: torchvision's
     ``ToTensor()`` followed by ``Normalize(mean, std)`` (a uint8 image is first scaled to
