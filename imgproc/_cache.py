@@ -22,7 +22,8 @@ __all__ = ["KeptPrograms", "enable_compilation_cache", "default_cache_dir"]
 class KeptPrograms:
     """Programs kept under hashable keys (an op and its frozen options,
     :func:`imgproc._sharded.freeze`), at most ``limit``, the least recently used dropped
-    first. Safe to share between threads (``build`` runs under the lock: it only wraps a
+    first; :mod:`imgproc._eager` also keeps small facts about them this way (the level an
+    op traced at, the options already checked). Safe to share between threads (``build`` runs under the lock: it only wraps a
     function, the compiling happens at the program's first call)."""
 
     def __init__(self, limit: int):

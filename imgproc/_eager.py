@@ -55,10 +55,9 @@ _LEVELS = ("floats", "none")
 COMPILED_IN = frozenset({"max_value"})  # options that pick a definition: always compiled in
 
 
-def _mask(leaves, paths, level):
-    """Which option leaves are program arguments at ``level``."""
-    if level == "none":
-        return [False] * len(leaves)
+def _floats(leaves, paths):
+    """Which option leaves are program arguments at the level ``"floats"`` (at ``"none"``,
+    none is)."""
     return [isinstance(v, float) and not (set(p) & COMPILED_IN) for v, p in zip(leaves, paths)]
 
 
@@ -77,11 +76,11 @@ def run_compiled(op, fn, arrays, options):
     if is_traced(tuple(arrays)) or any(f is None for f in frozen):
         return fn(*arrays, **options)
     shapes = tuple((a.shape, str(a.dtype)) for a in arrays)
-    floats = _mask(leaves, paths, "floats")
+    floats = _floats(leaves, paths)
     kinds = tuple(("float",) if m else f for m, f in zip(floats, frozen))
     known = LEVELS.find((op, tree, kinds))
     for trial in _LEVELS[_LEVELS.index(known) if known is not None else 0:]:
-        mask = _mask(leaves, paths, trial)
+        mask = floats if trial == "floats" else [False] * len(leaves)
         if any(mask) and CHECKED.find((op, tree, tuple(frozen), shapes)) is None:
             jax.eval_shape(functools.partial(fn, **options), *arrays)  # the checks, on the values
             CHECKED.get((op, tree, tuple(frozen), shapes), lambda: True)

@@ -17,8 +17,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from imgproc._eager import run_compiled
 from imgproc._checks import check_image
+from imgproc._eager import run_compiled
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._stages import pick_options
 from imgproc._validate import check_key
@@ -52,7 +52,7 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     devices stays split, each image drawing from its global index
     (:mod:`imgproc._sharded`). Called eagerly (nothing traced, options of Python values
     and stages), the draw and the op run as one compiled program per op and layout, its
-    numbers as arguments (:mod:`imgproc._eager`): run op by op, a batch of 256 images of
+    floats as arguments (:mod:`imgproc._eager`): run op by op, a batch of 256 images of
     224x224x3 took seconds (benchmarks/NOTES.md, "Hashed noise")."""
     key = check_key(key)
     image, layout = check_image(image, layout)
