@@ -8,7 +8,9 @@ them (``Stage.apply``). A maximal run of consecutive random stages is executed e
   applied to one image before the next image starts): used when the run's strategy is
   ``"map"``, the default on CPU (:func:`imgproc.default_strategy`). Each image stays in
   cache through the whole run and ``random_choice``/``random_apply`` are real
-  conditionals, so only the chosen branch runs; or
+  conditionals, so only the chosen branch runs. The run's final cast (to float32, or to
+  the pipeline's output dtype) is the last stage's ``finish``, which a conditional
+  applies inside each branch (:meth:`imgproc._stages.Stage.apply`); or
 * **stage by stage, over the whole batch**: parameters drawn under ``vmap``, plain random
   ops applied under ``vmap``, and ``random_choice``/``random_apply`` with their own
   ``"select"`` or ``"group"`` strategy (their ``run_batch``).
@@ -94,6 +96,9 @@ def run_random(stages, first, x, *, key, indices, params, layout, max_value, out
     if _is_fused(stages, run):
         fused_dtype = out_dtype if end == len(stages) else None
 
+        def finish(image):
+            return image.astype(jnp.float32) if fused_dtype is None else to_output(image, fused_dtype)
+
         def body(args):
             i, image, given = args
             drawn = []
@@ -101,9 +106,11 @@ def run_random(stages, first, x, *, key, indices, params, layout, max_value, out
                 if stages[s].info.name not in KEEPS_DTYPE:  # pure moves run on the input dtype
                     image = image.astype(jnp.float32)
                 p = draw(s, i, image.shape) if given is None else given[j]
-                image = stages[s].apply(image, p, layout=layout, max_value=max_value, hints=_IN_LOOP)
+                # the run's final cast goes into the last stage (inside a conditional's
+                # branches, where it fuses with the branch's last loop)
+                image = stages[s].apply(image, p, layout=layout, max_value=max_value, hints=_IN_LOOP,
+                                        finish=finish if s == end - 1 else None)
                 drawn.append(p)
-            image = image.astype(jnp.float32) if fused_dtype is None else to_output(image, fused_dtype)
             return image, tuple(drawn)
 
         given = None if params is None else tuple(params[s] for s in run)

@@ -75,7 +75,7 @@ class LoweringHints:
 NO_HINTS = LoweringHints()
 
 # Arguments that a stage supplies itself; never spec options.
-_SUPPLIED = ("key", "image", "images", "shape", "params", "layout", "hints")
+_SUPPLIED = ("key", "image", "images", "shape", "params", "layout", "hints", "finish")
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,11 +289,22 @@ class Stage:
             return None
         return self.info.sample(key, tuple(shape), **self._options(self.info.sample, layout, max_value, None))
 
-    def apply(self, image, params, *, layout, max_value=None, hints=None):
-        """Apply with drawn ``params`` (a deterministic stage ignores them)."""
+    def apply(self, image, params, *, layout, max_value=None, hints=None, finish=None):
+        """Apply with drawn ``params`` (a deterministic stage ignores them), then
+        ``finish`` (a function of the result, e.g. the final cast of a run; None: none).
+
+        An op whose ``apply`` takes ``finish`` (the conditionals ``random_choice`` and
+        ``random_apply``) applies it inside each branch: a conditional's result is a
+        buffer of its own, so work after it would be one more pass over the image, while
+        inside a branch it fuses with the branch's last loop."""
         if not self.info.random:
-            return self(image, layout=layout, max_value=max_value, hints=hints)
-        return self.info.apply(image, params, **self._options(self.info.apply, layout, max_value, hints))
+            out = self(image, layout=layout, max_value=max_value, hints=hints)
+        elif finish is not None and takes(self.info.apply, "finish"):
+            opts = self._options(self.info.apply, layout, max_value, hints)
+            return self.info.apply(image, params, finish=finish, **opts)
+        else:
+            out = self.info.apply(image, params, **self._options(self.info.apply, layout, max_value, hints))
+        return out if finish is None else finish(out)
 
     def run_batch(self, params, images, *, layout, max_value=None, hints=None):
         """Apply to a batch with per-image ``params``: the op's own batch runner (its

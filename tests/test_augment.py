@@ -5,6 +5,7 @@ import functools
 import json
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -445,6 +446,37 @@ def test_fused_runs_match_stage_by_stage():
         outs.append(np.asarray(imgproc.Pipeline(spec)(x, key=KEY)).astype(int))
     assert outs[0].shape == (5, 10, 10, 3)
     assert np.abs(outs[0] - outs[1]).max() <= 1
+
+
+def _conds(jaxpr):
+    """Every ``cond`` equation in a closed jaxpr, nested ones included."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "cond":
+            out.append(eqn)
+        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+            out += _conds(sub)
+    return out
+
+
+@pytest.mark.parametrize("last", [
+    {"op": "random_choice", "ops": [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "gaussian_noise"}]},
+    {"op": "random_apply", "p": 0.5, "stage": {"op": "gaussian_noise"}},
+])
+def test_a_fused_run_casts_inside_its_last_conditional(last):
+    """A fused run that ends the pipeline in a conditional writes the output dtype inside
+    each branch (Stage.apply's ``finish``): the conditional yields uint8, not float32 for a
+    cast pass of its own; the numbers equal stage-by-stage ("select") within a level."""
+    x = batch(6, 12, 12)
+    spec = [{"op": "random_flip_left_right"}, {"op": "random_brightness"}, dict(last, strategy="map")]
+    pipe = imgproc.Pipeline(spec)
+    conds = _conds(jax.make_jaxpr(lambda im: pipe(im, key=KEY))(x).jaxpr)
+    # the last stage's conditional: the one that takes the float32 image (the flip's takes uint8)
+    (cond,) = [c for c in conds if np.dtype(np.float32) in [v.aval.dtype for v in c.invars[1:]]]
+    assert [v.aval.dtype for v in cond.outvars] == [np.dtype(np.uint8)]
+    fused = np.asarray(pipe(x, key=KEY)).astype(int)
+    staged = np.asarray(imgproc.Pipeline(spec[:2] + [dict(last, strategy="select")])(x, key=KEY)).astype(int)
+    assert np.abs(fused - staged).max() <= 1 and (fused != staged).mean() < 0.01
 
 
 def test_new_keys_and_indices_do_not_recompile():

@@ -114,8 +114,12 @@ def _choice_params(key, shape, *, layout, ops, weights=None, max_value=None):
     return _params(branches, idx, kb, shape, layout, max_value)
 
 
-def _switch(branches, image, params, layout, max_value, hints):
-    fns = [lambda x, b=b, p=p: b.apply(x, p, layout, max_value, hints) for b, p in zip(branches, params["branches"])]
+def _switch(branches, image, params, layout, max_value, hints, finish=None):
+    """The branch ``params["index"]`` of ``branches`` on ``image``, then ``finish`` (inside
+    the branch, where it fuses: :meth:`imgproc._stages.Stage.apply`)."""
+    finish = finish or (lambda y: y)
+    fns = [lambda x, b=b, p=p: finish(b.apply(x, p, layout, max_value, hints))
+           for b, p in zip(branches, params["branches"])]
     if len(fns) == 1:
         return fns[0](image)
     return jax.lax.switch(params["index"], fns, image)
@@ -168,8 +172,8 @@ def _run_batch(branches, params, images, layout, strategy, group_size, max_value
     return ys[inverse]
 
 
-def _apply_choice(image, params, *, layout, ops, max_value=None, hints=None):
-    return _switch(_branches(ops), image, params, layout, max_value, hints)
+def _apply_choice(image, params, *, layout, ops, max_value=None, hints=None, finish=None):
+    return _switch(_branches(ops), image, params, layout, max_value, hints, finish)
 
 
 def _choice_batch(params, images, *, layout, ops, strategy=None, group_size=16, max_value=None, hints=None):
@@ -222,8 +226,8 @@ def _apply_params(key, shape, *, layout, stage, p=0.5, max_value=None):
     return _params(_branches([_identity, stage], "stage"), index, kb, shape, layout, max_value)
 
 
-def _apply_apply(image, params, *, layout, stage, max_value=None, hints=None):
-    return _switch(_branches([_identity, stage], "stage"), image, params, layout, max_value, hints)
+def _apply_apply(image, params, *, layout, stage, max_value=None, hints=None, finish=None):
+    return _switch(_branches([_identity, stage], "stage"), image, params, layout, max_value, hints, finish)
 
 
 def _apply_batch(params, images, *, layout, stage, strategy=None, group_size=16, max_value=None, hints=None):
