@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import resource
 import statistics
 import time
@@ -78,18 +79,30 @@ class Group:
     baseline: str | None = None
 
 
+def round_order(cases: Sequence, k: int) -> list:
+    """The order of round ``k``: as given for round 0, then a permutation seeded by ``k``
+    (the same for every run, so a run can be repeated)."""
+    return list(cases) if k == 0 else random.Random(k).sample(list(cases), len(cases))
+
+
 def time_group(group: str, cases: Sequence[Case], repeats: int, *, calls: int = 1, settle: bool = False,
                clock: Callable[[], float] = time.perf_counter, sync: Callable = block) -> list[Row]:
     """Time the ``cases`` of one group in turns and return one :class:`Row` each.
 
     One warm-up call of each case first (compilation, caches); then ``repeats`` rounds, each
-    timing every case once in order, so a change in the machine's load hits every case alike.
+    timing every case once, so a change in the machine's load hits every case alike. The
+    first round takes the cases in order, later ones in a shuffled order (:func:`round_order`),
+    so no case always follows the same one: a case that leaves the process in a costly state
+    is not paid for by the same neighbour in every round (in recipes.py the case after
+    augmax's measured 75-90 ms in every round against 65-73 for the same recipe elsewhere,
+    untimed call or not).
     A sample is ``calls`` calls issued back to back and one ``sync`` on the last result,
     divided by ``calls``: ``calls=1`` blocks on every call (CPU), ``calls=30`` lets a GPU queue
     them as a training loop does. With ``settle`` each sample is preceded by one untimed call
     of the same case, so it does not pay for what the previous case left behind. A row's
     ``seconds`` is the median of its samples.
     """
+    cases = list(cases)
     names = [c.name for c in cases]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate case names in group {group!r}: {names}")
@@ -97,8 +110,8 @@ def time_group(group: str, cases: Sequence[Case], repeats: int, *, calls: int = 
         sync(case.fn())
     samples = {c.name: [] for c in cases}
     cpu = {c.name: 0.0 for c in cases}
-    for _ in range(repeats):
-        for case in cases:
+    for k in range(repeats):
+        for case in round_order(cases, k):
             if settle:
                 sync(case.fn())
             c0, t0 = cpu_seconds(), clock()

@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from harness import Case, Group, Row, Target, find, group_table, load, save, targets_table, time_group  # noqa: E402
+from harness import Case, Group, Row, Target, find, group_table, load, round_order, save, targets_table, time_group  # noqa: E402
 
 
 class FakeClock:
@@ -36,7 +36,9 @@ def test_round_robin_order_warmup_and_median():
     # first value of each list is the warm-up call's cost
     cases = make_cases(clock, log, {"a": [99, 1, 5, 3], "b": [99, 2, 2, 8]})
     rows = time_group("g", cases, repeats=3, clock=clock, sync=lambda x: x)
-    assert log == ["a", "b"] + ["a", "b"] * 3  # one warm-up each, then in turns
+    rounds = [c.name for k in range(3) for c in round_order(cases, k)]
+    assert log == ["a", "b"] + rounds  # one warm-up each, then in turns
+    assert sorted(rounds) == ["a"] * 3 + ["b"] * 3 and rounds[:2] == ["a", "b"]
     assert [(r.name, r.seconds, r.repeats) for r in rows] == [("a", 3, 3), ("b", 2, 3)]
     assert all(r.group == "g" for r in rows)
 
@@ -46,10 +48,20 @@ def test_async_calls_and_settle():
     cases = make_cases(clock, log, {"a": 1.0, "b": 2.0})
     rows = time_group("g", cases, repeats=2, calls=4, settle=True, clock=clock, sync=synced.append)
     # warm-up, then per round: a settle call and 4 timed calls of a, the same for b
-    assert log == ["a", "b"] + (["a"] * 5 + ["b"] * 5) * 2
+    assert log == ["a", "b"] + [c.name for k in range(2) for c in round_order(cases, k) for _ in range(5)]
     assert len(synced) == 2 + 2 * 2 * 2  # one sync per warm-up, settle call and sample
     assert [r.seconds for r in rows] == [1.0, 2.0]  # per call
     assert all(r.cores is None for r in rows)  # not meaningful with queued calls
+
+
+def test_rounds_vary_which_case_comes_before_which():
+    """A case that leaves the process slow must not always precede the same case: the
+    rounds after the first are shuffled, the same way in every run."""
+    names = list("abcdef")
+    before_f = {tuple(round_order(names, k))[round_order(names, k).index("f") - 1] for k in range(5)}
+    assert len(before_f) > 1
+    assert round_order(names, 0) == names and round_order(names, 3) == round_order(names, 3)
+    assert all(sorted(round_order(names, k)) == names for k in range(5))
 
 
 def test_duplicate_names_rejected():
