@@ -299,11 +299,11 @@ class Stage:
         inside a branch it fuses with the branch's last loop."""
         if not self.info.random:
             out = self(image, layout=layout, max_value=max_value, hints=hints)
-        elif finish is not None and takes(self.info.apply, "finish"):
-            opts = self._options(self.info.apply, layout, max_value, hints)
-            return self.info.apply(image, params, finish=finish, **opts)
         else:
-            out = self.info.apply(image, params, **self._options(self.info.apply, layout, max_value, hints))
+            opts = self._options(self.info.apply, layout, max_value, hints)
+            if finish is not None and takes(self.info.apply, "finish"):
+                return self.info.apply(image, params, finish=finish, **opts)
+            out = self.info.apply(image, params, **opts)
         return out if finish is None else finish(out)
 
     def run_batch(self, params, images, *, layout, max_value=None, hints=None):
