@@ -96,7 +96,14 @@ def _estimate_sigma(image):
 
 
 class _Plan:
-    """Static geometry of one call (all Python ints)."""
+    """Static geometry of one call (all Python ints).
+
+    References lie on a grid of ``ry`` rows and ``rx`` columns. A chunk (one step of the
+    compiled loops) is a tile of ``rc`` rows by ``cx`` columns of that grid, about
+    ``chunk_refs`` references: whole rows where a row holds at most ``chunk_refs``, else one
+    row split into ``col_chunks`` even pieces. Chunk ``k`` is tile row ``k // col_chunks``,
+    tile column ``k % col_chunks``; tiles past the grid's last row or column hold junk
+    references (weight 0)."""
 
     def __init__(self, h, w, *, block, step, search, chunk_refs, parts=1):
         self.h, self.w, self.block, self.step = h, w, block, step
@@ -105,19 +112,27 @@ class _Plan:
         hc, wc = max(h, block), max(w, block)
         self.ry = -(-(hc - block) // step) + 1
         self.rx = -(-(wc - block) // step) + 1
-        self.rc = max(1, min(self.ry, max(2, chunk_refs // self.rx)))
-        self.chunks = -(-self.ry // self.rc)
+        self.col_chunks = -(-self.rx // chunk_refs)
+        self.cx = -(-self.rx // self.col_chunks)
+        self.rc = max(1, min(self.ry, chunk_refs // self.cx)) if self.col_chunks == 1 else 1
+        row_chunks = -(-self.ry // self.rc)
         if parts > 1:  # a whole number of chunks per part: rows spread evenly, junk ones last
-            self.chunks = parts * -(-self.chunks // parts)
-            self.rc = max(1, -(-self.ry // self.chunks))
+            while (row_chunks * self.col_chunks) % parts:
+                row_chunks += 1
+            self.rc = max(1, -(-self.ry // row_chunks))
+        self.chunks = row_chunks * self.col_chunks
         self.parts = parts
         self.per_part = self.chunks // parts
-        ry_pad = self.chunks * self.rc
-        self.he = (ry_pad - 1) * step + block  # rows covered by references (junk ones included)
-        self.we = (self.rx - 1) * step + block
+        self.he = (row_chunks * self.rc - 1) * step + block  # rows covered by references (junk ones included)
+        self.we = (self.col_chunks * self.cx - 1) * step + block  # columns, the same
         self.hs = (self.rc - 1) * step + block  # rows one chunk's references cover
+        self.ws = (self.cx - 1) * step + block  # columns, the same
         self.zh = self.he + 2 * self.r
         self.zw = self.we + 2 * self.r
+
+    def tile(self, chunk):
+        """First reference row and column of ``chunk`` (may be traced)."""
+        return (chunk // self.col_chunks) * self.rc, (chunk % self.col_chunks) * self.cx
 
 
 def _pad(x, plan, mode, cval):
@@ -131,33 +146,34 @@ def _pad(x, plan, mode, cval):
 def _distances(region, plan):
     """Block distances of a chunk's references to every displacement of the search window.
 
-    ``region``: (hs + 2r, zw) rows of the matching image. Returns (rc * rx, s * s): the sum of
-    squared differences over the block (the shifted-sum form: one squared difference and box
-    sum per displacement, for all references at once)."""
+    ``region``: the (hs + 2r, ws + 2r) pixels of the matching image around one chunk's tile.
+    Returns (rc * cx, s * s): the sum of squared differences over the block (the shifted-sum
+    form: one squared difference and box sum per displacement, for all references at once)."""
     r, s, b, st = plan.r, plan.s, plan.block, plan.step
-    hs, we, rc, rx = plan.hs, plan.we, plan.rc, plan.rx
-    a = lax.dynamic_slice(region, (r, r), (hs, we))
+    hs, ws, rc, cx = plan.hs, plan.ws, plan.rc, plan.cx
+    a = lax.dynamic_slice(region, (r, r), (hs, ws))
 
     def one_dy(dy):
-        rows = lax.dynamic_slice(region, (dy, 0), (hs, plan.zw))
-        cand = jnp.stack([rows[:, dx:dx + we] for dx in range(s)])  # (s, hs, we)
+        rows = lax.dynamic_slice(region, (dy, 0), (hs, ws + 2 * r))
+        cand = jnp.stack([rows[:, dx:dx + ws] for dx in range(s)])  # (s, hs, ws)
         d2 = (cand - a[None]) ** 2
-        v = sum(d2[:, i:i + (rc - 1) * st + 1:st, :] for i in range(b))  # (s, rc, we)
-        return sum(v[:, :, j:j + (rx - 1) * st + 1:st] for j in range(b))  # (s, rc, rx)
+        v = sum(d2[:, i:i + (rc - 1) * st + 1:st, :] for i in range(b))  # (s, rc, ws)
+        return sum(v[:, :, j:j + (cx - 1) * st + 1:st] for j in range(b))  # (s, rc, cx)
 
-    d = lax.map(one_dy, jnp.arange(s))  # (s_dy, s_dx, rc, rx)
-    return d.transpose(2, 3, 0, 1).reshape(rc * rx, s * s)
+    d = lax.map(one_dy, jnp.arange(s))  # (s_dy, s_dx, rc, cx)
+    return d.transpose(2, 3, 0, 1).reshape(rc * cx, s * s)
 
 
 def _match(plan, match, n, part=0):
-    """Block matching for the references of one part's chunks: (per_part, rc * rx, n) int32
+    """Block matching for the references of one part's chunks: (per_part, rc * cx, n) int32
     indices into the search window (``dy * s + dx``, best first; the reference itself first),
     one compiled loop over chunks of reference rows. ``part`` may be traced."""
     r, s, st = plan.r, plan.s, plan.step
     centre = (s * s) // 2
 
     def one(chunk):
-        region = lax.dynamic_slice(match, (chunk * plan.rc * st, 0), (plan.hs + 2 * r, plan.zw))
+        y0, x0 = plan.tile(chunk)
+        region = lax.dynamic_slice(match, (y0 * st, x0 * st), (plan.hs + 2 * r, plan.ws + 2 * r))
         d = _distances(region, plan)
         d = d.at[:, centre].set(-1.0)  # the reference itself always comes first
         return lax.top_k(-d, n)[1].astype(jnp.int32)
@@ -167,16 +183,18 @@ def _match(plan, match, n, part=0):
 
 def _tops(plan, chunk, idx):
     """Top-left corners (R, n, 2) on the padded canvas of the blocks ``idx`` (R, n) of the
-    references of ``chunk``, and the references' validity (R,) (junk rows of the last chunk)."""
+    references of ``chunk``, and the references' validity (R,) (junk ones lie past the grid's
+    last row or column)."""
     st, r, s = plan.step, plan.r, plan.s
     dy = idx // s - r
     dx = idx % s - r
-    i = jnp.arange(plan.rc)[:, None]
-    j = jnp.arange(plan.rx)[None, :]
-    ref_y = (chunk * plan.rc * st + r + i * st + 0 * j).reshape(-1)
+    y0, x0 = plan.tile(chunk)
+    i = y0 + jnp.arange(plan.rc)[:, None]  # reference rows and columns of the tile
+    j = x0 + jnp.arange(plan.cx)[None, :]
+    ref_y = (r + i * st + 0 * j).reshape(-1)
     ref_x = (r + j * st + 0 * i).reshape(-1)
     tops = jnp.stack([ref_y[:, None] + dy, ref_x[:, None] + dx], axis=-1)
-    valid = jnp.repeat(chunk * plan.rc + jnp.arange(plan.rc) < plan.ry, plan.rx)
+    valid = ((i < plan.ry) & (j < plan.rx)).reshape(-1)
     return tops, valid
 
 
@@ -492,6 +510,20 @@ def _parts(x, h, w, geom, threads):
     return max(1, min(cpu_cores() if threads is None else threads, _Plan(h, w, **dict(geom)).chunks))
 
 
+# How many reference blocks times channels one chunk holds by default on CPU: 256 keeps a
+# chunk's groups (chunk_refs * 16 blocks * channels * 64 values, float32) near 1 MB, inside a
+# core's 2 MB L2 cache; 1024 blocks of 3 channels (12 MB a stage intermediate) ran 1.3-1.6x
+# slower (benchmarks/NOTES.md "BM3D"). Other backends keep 1024 reference blocks a chunk.
+CPU_CHUNK_BLOCKS = 256
+
+
+def _default_chunk_refs(channels):
+    """The default ``chunk_refs`` for images of ``channels`` channels (3: opponent colour)."""
+    if jax.default_backend() != "cpu":
+        return 1024
+    return max(1, CPU_CHUNK_BLOCKS // channels)
+
+
 # --------------------------------------------------------------------------------------------
 # public API
 
@@ -499,7 +531,7 @@ def _parts(x, h, w, geom, threads):
 @callers_type
 def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=3, search_size=21,
          group_size=(16, 16), lambda_hard=3.0, mu2=0.4, beta=2.0, rematch=False, mode="reflect",
-         cval=0.0, layout=None, chunk_refs=1024, threads=None):
+         cval=0.0, layout=None, chunk_refs=None, threads=None):
     """BM3D denoising (block matching and 3-D collaborative filtering), both stages.
 
     Block matching: for every reference block (``block_size`` square, on a grid of ``step``
@@ -560,9 +592,11 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
         and at the end, so the result equals one program's up to the order of the
         floating-point sums (uint8 output: within one level). Inside ``jax.jit`` the image is
         one program.
-      chunk_refs: about how many reference blocks one step of the compiled loop handles (whole
-        rows of the reference grid, at least two; 1024 measured fastest on a 2-core CPU: the
-        working set stays in cache).
+      chunk_refs: about how many reference blocks one step of the compiled loop handles (a tile
+        of the reference grid: whole rows, or pieces of one row when a row holds more).
+        ``None`` (default): on CPU 256 for grey and 85 for colour (about 1 MB of groups a
+        stage step, inside a core's L2 cache: 1.3-1.6x faster than 1024 on colour images);
+        1024 on other backends. The result does not depend on it (up to float rounding).
 
     Returns:
       The denoised image: same shape, layout and dtype (integers rounded and saturated once).
@@ -620,7 +654,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     block_size = check_int("block_size", block_size, low=2, high=MAX_BLOCK)
     step = check_int("step", step, low=1, high=block_size)
     search_size = check_odd("search_size", search_size, low=1, high=MAX_SEARCH)
-    chunk_refs = check_int("chunk_refs", chunk_refs, low=1, high=1 << 24)
+    if chunk_refs is not None:
+        chunk_refs = check_int("chunk_refs", chunk_refs, low=1, high=1 << 24)
     if threads is not None:
         threads = check_int("threads", threads, low=1, high=1024)
     if (not isinstance(group_size, (tuple, list)) or len(group_size) != 2
@@ -641,6 +676,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     max_value = resolve_max(max_value, dtype)
     x = to_nhwc(jnp.asarray(image), layout)
     b, h, w, c = x.shape
+    if chunk_refs is None:
+        chunk_refs = _default_chunk_refs(channels=3 if c in (3, 4) else 1)
     rest = (("stage", stage), ("mode", mode), ("colour", c in (3, 4)),
             ("n_hard", int(group_size[0])), ("n_wiener", int(group_size[1])),
             ("lam", float(lambda_hard)), ("mu2", float(mu2)), ("beta", float(beta)),

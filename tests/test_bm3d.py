@@ -163,6 +163,28 @@ def test_chunking_does_not_change_the_result(camera96):
     np.testing.assert_allclose(chunked, one, atol=1e-5)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_column_tiles_equal_whole_rows(threads):
+    # a reference row of 14 in tiles of 5: three tiles a row, the last with one junk column
+    from imgproc._bm3d import _Plan
+
+    plan = _Plan(40, 30, block=4, step=2, search=5, chunk_refs=5)
+    assert (plan.col_chunks, plan.cx, plan.rc, plan.chunks) == (3, 5, 1, 57)
+    assert plan.tile(4) == (1, 5) and plan.we >= 30
+    assert _Plan(40, 30, block=4, step=2, search=5, chunk_refs=5, parts=2).chunks == 60  # junk row of tiles
+    img = np.random.default_rng(9).random((40, 30, 3)).astype(np.float32)
+    kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4))
+    whole = np.asarray(bm3d(img, sigma=0.1, chunk_refs=10 ** 6, threads=1, **kw))
+    tiled = np.asarray(bm3d(img, sigma=0.1, chunk_refs=5, threads=threads, **kw))
+    np.testing.assert_allclose(tiled, whole, atol=1e-5)
+
+
+def test_default_chunk_holds_about_256_blocks_times_channels_on_cpu():
+    from imgproc._bm3d import _default_chunk_refs
+
+    assert (_default_chunk_refs(1), _default_chunk_refs(3)) == (256, 85)
+
+
 @pytest.mark.parametrize("stage, rematch", [("both", False), ("both", True), ("hard", False)])
 def test_parts_in_threads_equal_one_program(stage, rematch):
     rng = np.random.default_rng(7)
