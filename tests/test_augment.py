@@ -155,6 +155,19 @@ def test_random_rot90_is_one_of_four_rotations():
         A.random_rot90(KEY, np.zeros((4, 5), np.float32))
 
 
+@pytest.mark.parametrize("layout, axes", [("HWC", (0, 1)), ("CHW", (1, 2))])
+def test_rot90_transposes_only_in_the_branches_that_turn(layout, axes):
+    # taken before the switch, the transpose ran for every image (k = 0 and 2 included):
+    # 12 % of the augment benchmark's pipeline
+    from imgproc.augment._geometry import _apply_rot90
+
+    x = batch(1, 6, 6)[0] if layout == "HWC" else np.moveaxis(batch(1, 6, 6)[0], -1, 0)
+    for k in range(4):
+        np.testing.assert_array_equal(_apply_rot90(x, {"k": jnp.int32(k)}, layout=layout), np.rot90(x, k, axes=axes))
+    jaxpr = jax.make_jaxpr(lambda x, k: _apply_rot90(x, {"k": k}, layout=layout))(x, jnp.int32(1))
+    assert [e.primitive.name for e in jaxpr.eqns if e.primitive.name == "transpose"] == []
+
+
 def test_random_crop_stays_inside():
     h, w = 10, 13
     x = (np.arange(h)[:, None] * 100 + np.arange(w)[None, :]).astype(np.float32)

@@ -291,9 +291,13 @@ def _rot90_params(key, shape, *, layout):
 def _apply_rot90(image, params, *, layout):
     x = jnp.asarray(image)
     a, b = spatial_axes(layout)
-    # rot90 as three cheap selects: k=1: transpose(flip W); k=2: flip both; k=3: flip W(transpose)
-    t = jnp.swapaxes(x, a, b)
-    return jax.lax.switch(params["k"], [lambda: x, lambda: jnp.flip(t, a), lambda: jnp.flip(x, (a, b)), lambda: jnp.flip(t, b)])
+    # rot90 as flips of the transpose: k=1: flip H(transpose); k=2: flip both; k=3: flip W(transpose).
+    # The transpose is taken inside the branches that need it: taken before the switch, it
+    # ran for every image, k = 0 and 2 included.
+    def turn(k):
+        return lambda x: jnp.flip(jnp.swapaxes(x, a, b), a if k == 1 else b)
+
+    return jax.lax.switch(params["k"], [lambda x: x, turn(1), lambda x: jnp.flip(x, (a, b)), turn(3)], x)
 
 
 @callers_type
