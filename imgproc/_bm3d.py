@@ -167,7 +167,8 @@ def _distances(region, plan):
 def _match(plan, match, n, part=0):
     """Block matching for the references of one part's chunks: (per_part, rc * cx, n) int32
     indices into the search window (``dy * s + dx``, best first; the reference itself first),
-    one compiled loop over chunks of reference rows. ``part`` may be traced."""
+    one compiled loop over the chunks (tiles of the reference grid, :class:`_Plan`). ``part``
+    may be traced."""
     r, s, st = plan.r, plan.s, plan.step
     centre = (s * s) // 2
 
@@ -595,8 +596,8 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       chunk_refs: about how many reference blocks one step of the compiled loop handles (a tile
         of the reference grid: whole rows, or pieces of one row when a row holds more).
         ``None`` (default): on CPU 256 for grey and 85 for colour (about 1 MB of groups a
-        stage step, inside a core's L2 cache: 1.3-1.6x faster than 1024 on colour images);
-        1024 on other backends. The result does not depend on it (up to float rounding).
+        stage step, inside a core's L2 cache; ``benchmarks/NOTES.md`` "BM3D"); 1024 on other
+        backends. The result does not depend on it (up to float rounding).
 
     Returns:
       The denoised image: same shape, layout and dtype (integers rounded and saturated once).
