@@ -305,6 +305,10 @@ class _Run:
         self.stop_point()
 
     def _send(self, results: list[Result]):
+        # a safe point between a batch's compute and its writes: a signal that came while the
+        # batch computed (BM3D on a photo: seconds) ends the run before its outputs are written
+        if results:
+            self.stop_point()
         for result in results:
             if result.error is not None:
                 self.fail(result.job, result.error)

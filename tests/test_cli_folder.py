@@ -296,6 +296,30 @@ def test_single_file_into_folder(tmp_path, samples):
     assert code == 0 and os.listdir(out) == ["chelsea.jpg"]
 
 
+@pytest.mark.parametrize("many", [False, True])
+def test_a_signal_while_a_batch_computes_writes_none_of_it(tmp_path, samples, monkeypatch, many):
+    """Ctrl-C during a long compute (one photo through BM3D takes seconds) stops the run
+    before that batch's outputs are written: exit 130, no output, no temporary file."""
+    import signal as signals
+
+    from imgproc.cli import _runner
+    from imgproc.cli._interrupts import INTERRUPTS
+
+    computed = _runner.BatchStage._run
+
+    def signal_during_the_compute(self, group):
+        results = computed(self, group)
+        INTERRUPTS._record(signals.SIGINT, None)  # as the handler does when Ctrl-C comes
+        return results
+
+    monkeypatch.setattr(_runner.BatchStage, "_run", signal_during_the_compute)
+    src = samples if many else samples / "chelsea.jpg"
+    out = tmp_path / ("out" if many else "o.png")
+    code, err = cli("blur", src, out)
+    assert code == 130 and "interrupted" in err, err
+    assert not out.exists() or tree(out) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_interrupts_while_compiling_always_end_with_130(signame, tmp_path):
