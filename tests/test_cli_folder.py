@@ -318,6 +318,7 @@ def test_a_signal_while_a_batch_computes_writes_none_of_it(tmp_path, samples, mo
     code, err = cli("blur", src, out)
     assert code == 130 and "interrupted" in err, err
     assert not out.exists() or tree(out) == []
+    assert not list(tmp_path.rglob("*.imgproc-tmp"))
 
 
 @pytest.mark.slow
