@@ -25,7 +25,7 @@ from jax import lax
 
 from imgproc._validate import MODES, check_mode
 
-__all__ = ["MODES", "check_mode", "index_map", "pad_2d", "pad_axis", "pad_bhwc", "source_index"]
+__all__ = ["MODES", "check_mode", "index_map", "pad_2d", "pad_axis", "pad_bhwc", "padded_planes", "source_index"]
 
 def source_index(i, n, mode: str, xp=np):
     """scipy.ndimage's source index for position ``i`` (any integers, also outside
@@ -95,13 +95,33 @@ def pad_axis_strips(x, r: int, axis: int, mode: str):
     return jnp.concatenate([before, x, after], axis=axis)
 
 
+def _pad_two_axes(x, r: int, axes: tuple[int, int], mode: str):
+    """``x`` extended by ``r`` on both sides of each of the two ``axes``. The inner axis
+    first: XLA then fuses its join into the outer axis's, one loop instead of two
+    (benchmarks/NOTES.md, "Bilateral")."""
+    outer, inner = sorted(axes)
+    return pad_axis_strips(pad_axis_strips(x, r, inner, mode), r, outer, mode)
+
+
 def pad_axes_strips(x, r: int, axes: tuple[int, int], mode: str):
     """``x`` extended by ``r`` on both sides of each of the two ``axes`` with
     :func:`pad_axis_strips`, as one array: the barrier keeps XLA from fusing the joins into
     every reader of the padded array (a 5x5 median reads it 25 times: 79 -> 9 ms on
     1024x1024x3 uint8)."""
-    first, second = axes
-    return lax.optimization_barrier(pad_axis_strips(pad_axis_strips(x, r, first, mode), r, second, mode))
+    return lax.optimization_barrier(_pad_two_axes(x, r, axes, mode))
+
+
+def padded_planes(x, r: int, mode: str, dtype=jnp.float32):
+    """The channel planes ``(N, C, H + 2r, W + 2r)`` of the ``(N, H, W, C)`` image ``x``,
+    extended by ``r`` on all four sides with ``mode`` (``"constant"`` fills 0) and cast to
+    ``dtype``.
+
+    The extension is made in NHWC, in ``x``'s own dtype, before the transpose: there its
+    joins run along outer axes, which XLA's loops write at copy speed, whereas joining
+    planes along their innermost axis (W) is a concatenate XLA does not fuse: it took
+    half of a bilateral's time (benchmarks/NOTES.md, "Bilateral")."""
+    planes = jnp.moveaxis(_pad_two_axes(x, r, (1, 2), mode), 3, 1).astype(dtype)
+    return lax.optimization_barrier(planes)  # materialised once, then read by every offset
 
 
 def pad_bhwc(x, ry: int, rx: int, mode: str, cval=0.0):

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from imgproc._boundary import pad_axes_strips
+from imgproc._boundary import padded_planes
 
 DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-e) with e > 5 are dropped
 
@@ -78,8 +78,7 @@ def nl_means_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
     """
     n, hh, ww, c = x.shape
     pad = r + 2 * d  # the distance maps cover the image extended by d, their patches r more
-    planes = jnp.moveaxis(x, 3, 1)
-    p = pad_axes_strips(planes, pad, (2, 3), mode)
+    p = padded_planes(x, pad, mode)
     block = functools.partial(_block, sigma=sigma, h=h, r=r, d=d, first=1 if skimage_window else 0)
     rows = strip_rows(n, hh, ww, d)
     if rows >= hh:

@@ -28,7 +28,7 @@ import numpy as np
 from jax import lax
 
 from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
-from imgproc._boundary import pad_axes_strips
+from imgproc._boundary import pad_axes_strips, padded_planes
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
 from imgproc._nl_means import half_window, nl_means_nhwc
@@ -498,18 +498,18 @@ def bilateral_radius(sigma_spatial, size) -> int:
 
 
 def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
-    """Bilateral filter of (N, H, W, C) float32, computed on planes (N, C, H, W): with the
-    channels innermost XLA's loops do not vectorise (measured 2x slower).
+    """Bilateral filter of (N, H, W, C) ``x`` (any dtype), computed in float32 on planes
+    (N, C, H, W): with the channels innermost XLA's loops do not vectorise (measured 2x
+    slower). Returns (N, H, W, C) float32.
 
     The weight is symmetric, ``w(p, p + t) = w(p + t, p)``, so one weight map per offset
     of one half of the window serves ``t`` and ``-t`` (as in :mod:`imgproc._nl_means`):
     each map covers the image extended by ``r``, and pixel ``q`` receives ``w_t(q) x(q + t)``
     and ``w_t(q - t) x(q - t)``; the centre's weight is 1. Half the exponentials of the
-    plain loop (1024x1024x3: 27 -> 15 ms, benchmarks/NOTES.md "Bilateral")."""
-    planes = jnp.moveaxis(x, 3, 1)
-    n, c, h, w = planes.shape
+    plain loop (benchmarks/NOTES.md, "Bilateral")."""
+    n, h, w, c = x.shape
     pad = 2 * r  # the maps cover the image extended by r, their offsets r more
-    p = pad_axes_strips(planes, pad, (2, 3), mode)
+    p = padded_planes(x, pad, mode)
     # per-image sigmas (N,) (denoise's estimate for a batch) or scalars
     sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
     sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
@@ -518,7 +518,7 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     eh, ew = h + 2 * r, w + 2 * r
     extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
     num = p[:, :, pad:pad + h, pad:pad + w]
-    den = jnp.ones((n, 1, h, w), x.dtype)
+    den = jnp.ones((n, 1, h, w), p.dtype)
     for i, j in half_window(r).tolist():
         if math.sqrt(i * i + j * j) > r:  # OpenCV's round window
             continue
@@ -535,8 +535,7 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
 
 @functools.partial(jax.jit, static_argnames=("r", "mode", "layout"))
 def _bilateral(image, sigma_color, sigma_spatial, *, r, mode, layout):
-    x = to_nhwc(image.astype(jnp.float32), layout)
-    y = _bilateral_nhwc(x, sigma_color, sigma_spatial, r=r, mode=mode)
+    y = _bilateral_nhwc(to_nhwc(image, layout), sigma_color, sigma_spatial, r=r, mode=mode)
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
