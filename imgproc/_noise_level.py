@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from imgproc._boundary import pad_axis
+from imgproc._boundary import pad_axis_strips
 
-__all__ = ["sigma_nhwc", "sigma_planes"]
+__all__ = ["order_statistics", "sigma_nhwc", "sigma_planes"]
 
 _DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.22414386804185735, -0.12940952255092145], np.float32)
 _NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
@@ -19,7 +20,7 @@ def _dwt_hi(x, axis):
     """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
     length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
     n = x.shape[axis]
-    xe = pad_axis(x, 3, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
+    xe = pad_axis_strips(x, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
     k = (n + 3) // 2
     out = 0.0
     for j, hj in enumerate(_DB2_HI):
@@ -30,19 +31,67 @@ def _dwt_hi(x, axis):
     return out
 
 
+# (shift, width) of the digits a radix selection reads, most significant first: together
+# the 31 bits below the sign of a float32
+_DIGITS = ((20, 11), (10, 10), (0, 10))
+
+
+def _histogram(digits, nbins: int):
+    """Counts of each digit ``0 .. nbins - 1`` in each row of (P, M) ``digits`` (the digit
+    ``nbins`` is not counted): one scatter-add."""
+    p = digits.shape[0]
+    index = digits + jnp.arange(p, dtype=jnp.int32)[:, None] * (nbins + 1)
+    return jnp.zeros(p * (nbins + 1), jnp.int32).at[index.reshape(-1)].add(1).reshape(p, nbins + 1)[:, :nbins]
+
+
+def order_statistics(a, ranks):
+    """The values of 0-based ascending ``ranks`` (P, R) int32 in each row of ``a`` (P, M),
+    non-negative finite float32: ``jnp.sort(a, axis=1)`` at ``ranks``, exactly.
+
+    A radix selection: for such floats the order of the values is the order of their bit
+    patterns as integers, so the sought value's bits are found 11, 10 and 10 at a time,
+    each from a histogram of that digit over the values that share the digits found so
+    far. Three scatter-adds over ``a`` per rank instead of a sort, whose comparisons cost
+    10x more on CPU (benchmarks/NOTES.md, "Noise estimate").
+
+    >>> import numpy as np
+    >>> a = np.array([[3.0, 0.0, 2.5, 7.0, 2.5]], np.float32)
+    >>> np.asarray(order_statistics(a, np.array([[0, 2, 3, 4]])))
+    array([[0. , 2.5, 3. , 7. ]], dtype=float32)
+    """
+    # materialised once: XLA would otherwise compute ``a`` again in each digit's loop
+    bits = lax.optimization_barrier(lax.bitcast_convert_type(jnp.asarray(a, jnp.float32), jnp.int32))
+    ranks = jnp.asarray(ranks, jnp.int32)
+    found = []
+    for r in range(ranks.shape[1]):
+        k = ranks[:, r]  # the rank among the values that share the digits found so far
+        prefix = jnp.zeros_like(k)  # those digits
+        for level, (shift, width) in enumerate(_DIGITS):
+            nbins = 1 << width
+            digits = (bits >> shift) & (nbins - 1)
+            if level:
+                digits = jnp.where((bits >> (shift + width)) == prefix[:, None], digits, nbins)
+            below = jnp.cumsum(_histogram(digits, nbins), axis=1)  # values with a digit <= d
+            d = jnp.sum(below <= k[:, None], axis=1)
+            k = k - jnp.where(d > 0, jnp.take_along_axis(below, jnp.maximum(d - 1, 0)[:, None], 1)[:, 0], 0)
+            prefix = (prefix << width) | d
+        found.append(prefix)
+    return lax.bitcast_convert_type(jnp.stack(found, axis=1), jnp.float32)
+
+
 def sigma_planes(planes):
     """skimage's ``_sigma_est_dwt`` for each (H, W) plane of (P, H, W): the median absolute
     value of the nonzero finest diagonal (db2) detail coefficients divided by
     ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there)."""
     dd = _dwt_hi(_dwt_hi(planes, 1), 2)
-    a = jnp.sort(jnp.abs(dd.reshape(dd.shape[0], -1)), axis=1)
+    a = jnp.abs(dd.reshape(dd.shape[0], -1))
     total = a.shape[1]
     zeros = jnp.sum(a == 0, axis=1)
     m = total - zeros
     lo = jnp.clip(zeros + (m - 1) // 2, 0, total - 1)
     hi = jnp.clip(zeros + m // 2, 0, total - 1)
-    med = 0.5 * (jnp.take_along_axis(a, lo[:, None], 1)[:, 0] + jnp.take_along_axis(a, hi[:, None], 1)[:, 0])
-    return jnp.where(m > 0, med / _NORM_PPF_075, 0.0)
+    v = order_statistics(a, jnp.stack([lo, hi], axis=1))
+    return jnp.where(m > 0, 0.5 * (v[:, 0] + v[:, 1]) / _NORM_PPF_075, 0.0)
 
 
 def sigma_nhwc(x):

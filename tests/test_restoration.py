@@ -292,6 +292,27 @@ def test_estimate_sigma_matches_skimage(rng):
     assert abs(float(imgproc.estimate_sigma(np.full((8, 8), 3, np.uint8)))) < 1e-6
 
 
+@pytest.mark.parametrize("values", ["normal", "repeated", "zeros", "extremes", "one"])
+def test_order_statistics_equal_a_sort(rng, values):
+    # the noise estimate's median is a radix selection over the values' bits
+    from imgproc._noise_level import order_statistics
+
+    a = np.abs(rng.standard_normal((3, 1001))).astype(np.float32)
+    if values == "repeated":
+        a = np.round(a * 4) / 4  # few distinct values, many ties
+    elif values == "zeros":
+        a[:, ::2] = 0
+        a[1] = 0
+    elif values == "extremes":  # subnormals, the largest finite float, values differing in the last bit
+        a[:, :5] = [1e-45, 3e-39, np.finfo(np.float32).max, 1.0, np.nextafter(np.float32(1), np.float32(2))]
+    elif values == "one":
+        a = a[:, :1]
+    n = a.shape[1]
+    ranks = np.stack([np.arange(3) * 7 % n, np.full(3, n - 1), np.full(3, n // 2), np.zeros(3, int)], 1)
+    got = np.asarray(jax.jit(order_statistics)(a, ranks))
+    np.testing.assert_array_equal(got, np.take_along_axis(np.sort(a, axis=1), ranks, axis=1))
+
+
 def test_impulse_fraction_and_auto_choice(rng):
     clean = (ndi.gaussian_filter(rng.random((40, 40, 3)), 3) * 255).astype(np.uint8)
     assert float(imgproc.impulse_fraction(clean)) == 0.0
