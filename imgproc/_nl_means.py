@@ -92,6 +92,11 @@ def nl_means_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
     return jnp.moveaxis(out, 1, 3)
 
 
+# offsets per iteration of the loop over them: XLA copies the carried column sums twice
+# an iteration (their new value is made while the old one is still read); unrolled, only
+# at the iteration's ends (benchmarks/NOTES.md, "NL-means")
+OFFSETS_PER_ITERATION = 4
+
 STRIP_BYTES = 1 << 19  # bytes of one distance map of a strip (measured: benchmarks/NOTES.md, "NL-means")
 
 
@@ -152,6 +157,7 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
     last = offsets.shape[0] - 1
     if last < 0:  # a 1x1 search window: the centre alone
         return centre
-    num, den, columns = lax.fori_loop(1, last + 1, body, (centre, jnp.ones((n, hh, ww), p.dtype), column_sums(0)))
+    num, den, columns = lax.fori_loop(1, last + 1, body, (centre, jnp.ones((n, hh, ww), p.dtype), column_sums(0)),
+                                      unroll=OFFSETS_PER_ITERATION)
     num, den = accumulate(last, columns, num, den)
     return num / den[:, None]
