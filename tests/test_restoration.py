@@ -292,6 +292,30 @@ def test_estimate_sigma_matches_skimage(rng):
     assert abs(float(imgproc.estimate_sigma(np.full((8, 8), 3, np.uint8)))) < 1e-6
 
 
+@pytest.mark.parametrize("case", ["gray", "masked", "colour"])
+def test_estimate_sigma_cases_of_scikit_image(case):
+    # scikit-image's test_estimate_sigma_{gray,masked_image,color} (restoration/tests/
+    # test_denoise.py): noise sigma 0.1 added to the astronaut, or to the centre of a zero
+    # image (the zero coefficients of the clean border are left out of the median)
+    pytest.importorskip("pywt")
+    from skimage import color, data
+
+    rstate = np.random.default_rng(1234)
+    if case == "masked":
+        img = np.zeros((128, 128))
+        img[32:96, 32:96] = 0.1 * rstate.standard_normal((64, 64))
+    else:
+        img = data.astronaut()[:256, :256] / 255.0
+        img = color.rgb2gray(img) if case == "gray" else img
+        img = img + 0.1 * rstate.standard_normal(img.shape)
+    img = img.astype(np.float32)
+    channel_axis = -1 if case == "colour" else None
+    ref = np.mean(skr.estimate_sigma(img.astype(np.float64), channel_axis=channel_axis))
+    got = float(imgproc.estimate_sigma(img))
+    assert abs(got - 0.1) < (0.15 if case == "masked" else 0.015)  # its decimal=1 and decimal=2
+    assert abs(got - ref) < 1e-6
+
+
 @pytest.mark.parametrize("values", ["normal", "repeated", "zeros", "extremes", "one"])
 def test_order_statistics_equal_a_sort(rng, values):
     # the noise estimate's median is a radix selection over the values' bits
