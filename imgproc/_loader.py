@@ -141,9 +141,11 @@ class _SharedExclusive:
                 self._cond.notify_all()
 
 
-# Pillow's LOAD_TRUNCATED_IMAGES is a module global read during every decode: a load
-# that may not decode truncated data shares this lock, the one that sets the switch holds
-# it alone (else another thread's truncated file would be decoded without being asked).
+# Pillow's LOAD_TRUNCATED_IMAGES is a module global read during every decode, and while
+# reading chunks (set, the PNG plugin skips the CRC check of ancillary chunks): a header
+# read or load that may not see it set shares this lock, the one that sets the switch
+# holds it alone (else another thread's truncated or corrupt file would be read without
+# being asked).
 _truncated_switch = _SharedExclusive()
 _limit_lock = threading.Lock()
 _meta_lock = threading.Lock()
@@ -350,7 +352,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
     # exception: record warnings while reading the header and the metadata instead of
     # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
     # header read is cheap; decoding happens outside it).
-    with _meta_lock, warnings.catch_warnings(record=True) as caught:
+    with _meta_lock, _truncated_switch.shared(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with _pillow_limit(max_pixels):
             img = Image.open(io.BytesIO(data), formats=[fmt])
@@ -392,7 +394,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
     else:
         icc = img.info.get("icc_profile") or None
     # Orientation and EXIF are read after the pixels: a PNG's eXIf chunk may follow them
-    with _meta_lock, warnings.catch_warnings(record=True) as caught_meta:
+    with _meta_lock, _truncated_switch.shared(), warnings.catch_warnings(record=True) as caught_meta:
         warnings.simplefilter("always")
         orientation, exif_out = _read_exif(img, note)
     problems = [str(w.message).strip() for w in [*caught, *caught_meta] if issubclass(w.category, UserWarning)]

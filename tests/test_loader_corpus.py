@@ -243,3 +243,39 @@ def test_encoders_print_nothing(capfd, tmp_path):
         for ext in (".png", ".tif", ".jpg", ".webp", ".bmp"):
             imgproc.save_image(tmp_path / f"{i}{ext}", img)
     assert capfd.readouterr().err == ""
+
+
+def test_a_truncated_retry_in_another_thread_does_not_hide_a_crc_error(corpus):
+    # a folder run found a bad tEXt CRC read as fine, at random: another worker was
+    # retrying a truncated file with Pillow's LOAD_TRUNCATED_IMAGES set, and with it set
+    # the PNG plugin skips the CRC checks of ancillary chunks while reading the header
+    from PIL import ImageFile
+
+    from imgproc import _loader
+
+    holding, release, result = threading.Event(), threading.Event(), {}
+
+    def truncated_retry():
+        with _loader._truncated_switch.exclusive():
+            old, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, True
+            holding.set()
+            release.wait(10)
+            ImageFile.LOAD_TRUNCATED_IMAGES = old
+
+    def read():
+        try:
+            imgproc.load_image(corpus["png_text_bad_crc.png"])
+            result["read"] = "fine"
+        except InvalidImageError as e:
+            result["read"] = str(e)
+
+    retry = threading.Thread(target=truncated_retry)
+    retry.start()
+    assert holding.wait(10)
+    reader = threading.Thread(target=read)
+    reader.start()
+    reader.join(0.5)  # the header read waits for the switch (before, it went on)
+    release.set()
+    retry.join(10)
+    reader.join(10)
+    assert "tEXt (CRC error)" in result["read"], result
