@@ -18,7 +18,7 @@ import click
 
 from imgproc.cli._group import ImgprocGroup
 from imgproc.cli._interrupts import INTERRUPTS
-from imgproc.cli._options import EXIT_CODES, MODES, RunOptions, io_options, mode_option, output_extension
+from imgproc.cli._options import EXIT_CODES, MODES, FiniteFloatRange, RunOptions, io_options, mode_option, output_extension
 
 __all__ = ["cli", "main", "EXIT_CODES", "MODES", "RunOptions", "io_options", "mode_option", "output_extension",
            "load_spec", "process"]
@@ -104,11 +104,11 @@ def cli(debug):
               default="auto", show_default=True,
               help="auto: estimate the noise per image; salt-and-pepper -> median of the impulses, "
                    "otherwise NL-means with h = 0.6 sigma. chapter: the seed chapter's Gaussian + sharpen.")
-@click.option("--noise-sigma", type=click.FloatRange(min=0), default=None,
+@click.option("--noise-sigma", type=FiniteFloatRange(min=0), default=None,
               help="Noise sigma in the image's units (0..255 for 8-bit) instead of the estimate "
                    "(auto, nl-means, bm3d, bilateral).")
 @click.option("--verbose", is_flag=True, help="Print the noise estimate and the chosen method (one line per image on stderr).")
-@click.option("--sigma", type=click.FloatRange(min=0), default=1.0, show_default=True, help="chapter: Gaussian sigma in pixels.")
+@click.option("--sigma", type=FiniteFloatRange(min=0), default=1.0, show_default=True, help="chapter: Gaussian sigma in pixels.")
 @click.option("--size", type=int, default=None, help="chapter: Gaussian kernel side (odd) [default: 5]; median: window side [default: 3].")
 @click.option("--sharpen/--no-sharpen", default=True, show_default=True, help="chapter: sharpen after the blur.")
 @mode_option
@@ -126,7 +126,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
 
 @cli.command(epilog=EXIT_CODES)
 @io_options
-@click.option("--sigma", type=click.FloatRange(min=0), default=2.0, show_default=True, help="Gaussian sigma (with --kind gaussian).")
+@click.option("--sigma", type=FiniteFloatRange(min=0), default=2.0, show_default=True, help="Gaussian sigma (with --kind gaussian).")
 @click.option("--kind", type=click.Choice(["gaussian", "box"]), default="gaussian", show_default=True)
 @click.option("--size", type=int, default=None, help="Kernel side (odd); Gaussian default: scipy's rule, box default 5.")
 @mode_option

@@ -40,6 +40,17 @@ Exit codes:
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
 
 
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN and infinity, naming the option (click's
+    own range test lets NaN through, and the library then named its argument instead)."""
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if value != value or value in (float("inf"), float("-inf")):
+            self.fail(f"{value} is not a finite number" + ("" if self.min is None else f" >= {self.min:g}"), param, ctx)
+        return value
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """IN, OUT and how to read, run and write them (one value per shared option)."""
@@ -137,7 +148,7 @@ def io_options(fn):
             help="Folder runs: local (threads in this process) or ray (Ray Data actors on a cluster; pip install \"imgproc-jax[ray]\")."),
         opt("--ray-address", metavar="ADDR", default=None,
             help="--engine ray: the cluster (HOST:PORT, ray://HOST:PORT or auto) [default: RAY_ADDRESS, else a local one]; unreachable: exit 69."),
-        opt("--log-interval", type=click.FloatRange(min=0), default=10.0, show_default=True, hidden=True),
+        opt("--log-interval", type=FiniteFloatRange(min=0), default=10.0, show_default=True, hidden=True),
     ]):
         wrapper = decorator(wrapper)
     added = params[n_before:]
