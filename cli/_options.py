@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -46,7 +47,7 @@ class FiniteFloatRange(click.FloatRange):
 
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             self.fail(f"{value} is not a finite number" + ("" if self.min is None else f" >= {self.min:g}"), param, ctx)
         return value
 
