@@ -155,22 +155,38 @@ def median_network(n):
 
 # sizes up to this use the selection network; larger ones sort the stacked copies
 _NETWORK_MAX_SIZE = 5
-_BARRIER_EVERY = 32
 
 
-def _median3(p, h, w):
-    """3x3 median of the padded (N, H+2, W+2, C) ``p``: each column of three is sorted once
-    (shared by the three windows that contain it); the median of the window is then
-    ``med3(max of the minima, med3 of the middles, min of the maxima)`` (Paeth's rule),
-    18 min/max operations a pixel instead of the 24 comparators of the 9-input network."""
-    a, b, c = p[:, 0:h], p[:, 1:h + 1], p[:, 2:h + 2]
+def _in_own_loop(fn, x):
+    """``fn(x)``, computed by loops of its own.
+
+    XLA:CPU fuses a reshape of a result into the loop that computes it, which then runs
+    over the reshaped shape: a median computed over rows of W*C values but returned as
+    (N, H, W, C) ran its comparisons in loops over an innermost axis of C = 3 and did not
+    vectorise (5x5 on 1024x1024x3 uint8: 14 against 1.8 ms; benchmarks/NOTES.md,
+    "Median"). A conditional's result is a buffer of its own, so the reshape after it is
+    free. Both branches are ``fn``, so the predicate (read from the data, so that XLA
+    cannot fold it away) never changes the result; under ``vmap`` the two identical
+    branches are computed once."""
+    if x.size == 0:
+        return fn(x)
+    return lax.cond(x.reshape(-1)[0] == 0, fn, fn, x)
+
+
+def _median3(rows, h, wc, c):
+    """3x3 median of the padded rows ``(N, H+2, (W+2)*C)`` (W and C merged): each column of
+    three is sorted once (shared by the three windows that contain it); the median of the
+    window is then ``med3(max of the minima, med3 of the middles, min of the maxima)``
+    (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators of the
+    9-input network."""
+    a, b, c3 = rows[:, 0:h], rows[:, 1:h + 1], rows[:, 2:h + 2]
     lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
-    mid = jnp.minimum(hi, c)
-    hi = jnp.maximum(hi, c)
+    mid = jnp.minimum(hi, c3)
+    hi = jnp.maximum(hi, c3)
     lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)
 
     def cols(v):
-        return v[:, :, 0:w], v[:, :, 1:w + 1], v[:, :, 2:w + 2]
+        return v[:, :, 0:wc], v[:, :, c:c + wc], v[:, :, 2 * c:2 * c + wc]
 
     def med3(u, v, t):
         return jnp.maximum(jnp.minimum(u, v), jnp.minimum(jnp.maximum(u, v), t))
@@ -181,23 +197,29 @@ def _median3(p, h, w):
     return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(m0, m1, m2), jnp.minimum(jnp.minimum(h0, h1), h2))
 
 
-def _median_nhwc(x, *, size, mode):
+def _median_rows(x, *, size, mode):
+    """The median of the ``(N, H, W, C)`` image ``x`` as rows ``(N, H, W*C)``.
+
+    W and C are merged into one axis (a free reshape of the padded image): a shift by one
+    pixel is a shift by C values, and XLA's loops run over long rows, which vectorise,
+    instead of an innermost axis of C (benchmarks/NOTES.md, "Median")."""
     r = size // 2
     n, h, w, c = x.shape
-    p = pad_axes_strips(x, r, (1, 2), mode)
+    rows = pad_axes_strips(x, r, (1, 2), mode).reshape(n, h + 2 * r, (w + 2 * r) * c)
+    wc = w * c
     if size == 3:
-        return _median3(p, h, w)
-    vals = [p[:, i:i + h, j:j + w] for i in range(size) for j in range(size)]
+        return _median3(rows, h, wc, c)
+    vals = [rows[:, i:i + h, j * c:j * c + wc] for i in range(size) for j in range(size)]
     if size <= _NETWORK_MAX_SIZE:
-        for k, (i, j) in enumerate(median_network(size * size)):
-            a, b = vals[i], vals[j]
-            vals[i], vals[j] = jnp.minimum(a, b), jnp.maximum(a, b)
-            if k % _BARRIER_EVERY == _BARRIER_EVERY - 1:
-                # values feeding both a min and a max make XLA duplicate work when it
-                # fuses a deep network into one loop; cut it into pieces
-                vals = list(lax.optimization_barrier(vals))
+        for i, j in median_network(size * size):
+            vals[i], vals[j] = jnp.minimum(vals[i], vals[j]), jnp.maximum(vals[i], vals[j])
         return vals[(size * size) // 2]
     return jnp.sort(jnp.stack(vals, axis=0), axis=0)[(size * size) // 2]
+
+
+def _median_nhwc(x, *, size, mode):
+    rows = _in_own_loop(functools.partial(_median_rows, size=size, mode=mode), x)
+    return rows.reshape(x.shape)
 
 
 @functools.partial(jax.jit, static_argnames=("size", "mode", "layout"))

@@ -205,6 +205,29 @@ def test_planes_are_padded_along_outer_axes_only(op):
     assert joins and all(e.params["dimension"] < e.outvars[0].aval.ndim - 1 for e in joins)
 
 
+@pytest.mark.parametrize("size", [3, 5])
+def test_median_runs_over_rows_in_a_loop_of_its_own(size, rng):
+    # the comparisons run over rows of W*C values inside a conditional (a result of its own),
+    # reshaped to (N, H, W, C) after it; reshaped inside, XLA:CPU ran the 5x5 network in
+    # loops over an innermost axis of C and took 8x longer
+    x = rng.integers(0, 256, (2, 9, 11, 3), dtype=np.uint8)
+    jaxpr = jax.make_jaxpr(lambda x: R.median(x, size=size, mode="nearest"))(x).jaxpr
+
+    def conds(j):
+        for eqn in j.eqns:
+            if eqn.primitive.name == "cond":
+                yield eqn
+            for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+                yield from conds(sub)
+
+    (cond,) = conds(jaxpr)
+    assert cond.outvars[0].aval.shape == (2, 9, 11 * 3)
+    for first in (0, 7):  # the conditional's predicate reads the first value: both branches
+        x[0, 0, 0, 0] = first
+        ref = np.stack([ndi.median_filter(x[..., c], (1, size, size), mode="nearest") for c in range(3)], -1)
+        np.testing.assert_array_equal(np.asarray(R.median(x, size=size, mode="nearest")), ref)
+
+
 def test_tv_chambolle_uint8_matches_skimage(rng):
     x = (rng.random((16, 17, 3)) * 255).astype(np.uint8)
     ref = np.round(skr.denoise_tv_chambolle(x, weight=0.1, channel_axis=-1) * 255)
