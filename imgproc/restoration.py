@@ -31,6 +31,7 @@ from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
 from imgproc._boundary import pad_axes_strips, padded_planes
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
+from imgproc._fusion import in_own_loop
 from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
@@ -157,22 +158,6 @@ def median_network(n):
 _NETWORK_MAX_SIZE = 5
 
 
-def _in_own_loop(fn, x):
-    """``fn(x)``, computed by loops of its own.
-
-    XLA:CPU fuses a reshape of a result into the loop that computes it, which then runs
-    over the reshaped shape: a median computed over rows of W*C values but returned as
-    (N, H, W, C) ran its comparisons in loops over an innermost axis of C = 3 and did not
-    vectorise (5x5 on 1024x1024x3 uint8: 14 against 1.8 ms; benchmarks/NOTES.md,
-    "Median"). A conditional's result is a buffer of its own, so the reshape after it is
-    free. Both branches are ``fn``, so the predicate (read from the data, so that XLA
-    cannot fold it away) never changes the result; under ``vmap`` the two identical
-    branches are computed once."""
-    if x.size == 0:
-        return fn(x)
-    return lax.cond(x.reshape(-1)[0] == 0, fn, fn, x)
-
-
 def _median3(rows, h, wc, c):
     """3x3 median of the padded rows ``(N, H+2, (W+2)*C)`` (W and C merged): each column of
     three is sorted once (shared by the three windows that contain it); the median of the
@@ -218,7 +203,7 @@ def _median_rows(x, *, size, mode):
 
 
 def _median_nhwc(x, *, size, mode):
-    rows = _in_own_loop(functools.partial(_median_rows, size=size, mode=mode), x)
+    rows = in_own_loop(functools.partial(_median_rows, size=size, mode=mode), x)
     return rows.reshape(x.shape)
 
 

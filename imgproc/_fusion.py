@@ -1,0 +1,29 @@
+"""Where XLA:CPU's loops begin and end, when its own choice is slow.
+
+XLA fuses a producer into every consumer that reads it, and a reshape of a result into the
+loop that computes it. A loop of many operations over rows of W*C values whose result is
+reshaped to (N, H, W, C) then runs over an innermost axis of C = 3, which does not
+vectorise (the 5x5 median: 14 against 1.8 ms).
+
+:func:`in_own_loop` makes a result a buffer of its own (benchmarks/NOTES.md, "Median").
+"""
+
+from __future__ import annotations
+
+import jax
+from jax import lax
+
+__all__ = ["in_own_loop"]
+
+
+def in_own_loop(fn, x):
+    """``fn(x)``, computed by loops of its own on CPU (other backends: ``fn(x)`` as it is).
+
+    An ``optimization_barrier`` does not do this (XLA removes it before fusing), but a
+    conditional's result is a buffer of its own. Both branches are ``fn``, so the
+    predicate, read from the data so that XLA cannot fold it away, never changes the
+    result; under ``vmap`` the two identical branches are computed once (and fused as
+    before). Not on GPUs, where a conditional waits for its predicate on the host."""
+    if x.size == 0 or jax.default_backend() != "cpu":
+        return fn(x)
+    return lax.cond(x.reshape(-1)[0] == 0, fn, fn, x)
