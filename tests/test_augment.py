@@ -5,7 +5,6 @@ import functools
 import json
 
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from scipy import stats
 
 import imgproc
 from imgproc import augment as A
+from jaxprs import equations
 
 KEY = jax.random.key(42)
 STRATEGIES = A.STRATEGIES
@@ -461,17 +461,6 @@ def test_fused_runs_match_stage_by_stage():
     assert np.abs(outs[0] - outs[1]).max() <= 1
 
 
-def _conds(jaxpr):
-    """Every ``cond`` equation in a closed jaxpr, nested ones included."""
-    out = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "cond":
-            out.append(eqn)
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            out += _conds(sub)
-    return out
-
-
 @pytest.mark.parametrize("last", [
     {"op": "random_choice", "ops": [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "gaussian_noise"}]},
     {"op": "random_apply", "p": 0.5, "stage": {"op": "gaussian_noise"}},
@@ -483,7 +472,7 @@ def test_a_fused_run_casts_inside_its_last_conditional(last):
     x = batch(6, 12, 12)
     spec = [{"op": "random_flip_left_right"}, {"op": "random_brightness"}, dict(last, strategy="map")]
     pipe = imgproc.Pipeline(spec)
-    conds = _conds(jax.make_jaxpr(lambda im: pipe(im, key=KEY))(x).jaxpr)
+    conds = equations(jax.make_jaxpr(lambda im: pipe(im, key=KEY))(x).jaxpr, "cond")
     # the last stage's conditional: the one that takes the float32 image (the flip's takes uint8)
     (cond,) = [c for c in conds if np.dtype(np.float32) in [v.aval.dtype for v in c.invars[1:]]]
     assert [v.aval.dtype for v in cond.outvars] == [np.dtype(np.uint8)]

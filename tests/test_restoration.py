@@ -9,7 +9,6 @@ from typing import Callable
 
 import cv2
 import jax
-import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ import skimage.restoration as skr
 import imgproc
 from imgproc import restoration as R
 from imgproc._nl_means import nl_means_nhwc
+from jaxprs import equations
 
 
 def _per_channel(fn):
@@ -185,15 +185,6 @@ def test_bilateral_matches_opencv_uint8(rng):
         assert np.abs(got.astype(int) - cv2.bilateralFilter(x[..., 0], size or -1, sc, ss)).max() <= 1
 
 
-def _concatenates(jaxpr):
-    """Every ``concatenate`` in ``jaxpr`` and the jaxprs nested in it (jit, map, cond)."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "concatenate":
-            yield eqn
-        for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-            yield from _concatenates(sub)
-
-
 @pytest.mark.parametrize("op", ["bilateral", "nl_means"])
 def test_planes_are_padded_along_outer_axes_only(op):
     # joining the (N, C, H, W) planes along W, their innermost axis, is a concatenate
@@ -201,7 +192,7 @@ def test_planes_are_padded_along_outer_axes_only(op):
     x = np.zeros((1, 12, 14, 3), np.uint8)
     call = {"bilateral": lambda x: R.bilateral(x, sigma_color=30, sigma_spatial=2, size=5, mode="mirror"),
             "nl_means": lambda x: R.nl_means(x, sigma=10.0, h=6.0, mode="mirror")}[op]
-    joins = list(_concatenates(jax.make_jaxpr(call)(x).jaxpr))
+    joins = list(equations(jax.make_jaxpr(call)(x).jaxpr, "concatenate"))
     assert joins and all(e.params["dimension"] < e.outvars[0].aval.ndim - 1 for e in joins)
 
 
@@ -212,15 +203,7 @@ def test_median_runs_over_rows_in_a_loop_of_its_own(size, rng):
     # loops over an innermost axis of C and took 8x longer
     x = rng.integers(0, 256, (2, 9, 11, 3), dtype=np.uint8)
     jaxpr = jax.make_jaxpr(lambda x: R.median(x, size=size, mode="nearest"))(x).jaxpr
-
-    def conds(j):
-        for eqn in j.eqns:
-            if eqn.primitive.name == "cond":
-                yield eqn
-            for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-                yield from conds(sub)
-
-    (cond,) = conds(jaxpr)
+    (cond,) = equations(jaxpr, "cond")
     assert cond.outvars[0].aval.shape == (2, 9, 11 * 3)
     for first in (0, 7):  # the conditional's predicate reads the first value: both branches
         x[0, 0, 0, 0] = first
