@@ -14,18 +14,22 @@ import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
 from imgproc._cores import cpu_cores
-from imgproc._output_buffers import HOST_ALIGNMENT, host_buffer
+from imgproc._output_buffers import HOST_ALIGNMENT, aligned_flat_view, host_buffer
 
 __all__ = ["HOST_ALIGNMENT", "check_finite", "check_image", "host_aligned"]
 
 DEFAULT_MAX_ABS = 1e6
 
 
-def check_image(image, layout):
+def check_image(image, layout, *, read_in_place=False):
     """Validate an image argument of any public op; returns ``(array, layout)``: dtype in the
     allowed list, ``layout`` valid for its ndim (or inferred; a channel-first-looking array
     without ``layout`` warns, :class:`imgproc.errors.LayoutWarning`), no empty axis, and (host
-    NumPy data only: device arrays stay asynchronous) :func:`check_finite`."""
+    NumPy data only: device arrays stay asynchronous) :func:`check_finite`.
+
+    NumPy data comes back aligned (:func:`host_aligned`); with ``read_in_place`` (the
+    caller hands it to an :class:`imgproc._output_buffers.IntoBuffer` program, which reads
+    a misaligned integer array in place itself), such an array comes back as it is."""
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         image = np.asarray(image)
     check_dtype(image.dtype)
@@ -33,7 +37,7 @@ def check_image(image, layout):
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
     if isinstance(image, np.ndarray):
-        image = host_aligned(image, check=True)
+        image = host_aligned(image, check=True, copy=not read_in_place)
     return image, layout
 
 
@@ -41,9 +45,12 @@ CHUNK_BYTES = 1 << 18  # copied and checked while it is in the core's cache
 THREADS_MIN_BYTES = 8 << 20  # smaller arrays are copied and checked by the caller's thread alone
 
 
-def host_aligned(array: np.ndarray, *, check: bool = False) -> np.ndarray:
+def host_aligned(array: np.ndarray, *, check: bool = False, copy: bool = True) -> np.ndarray:
     """``array``, or an aligned C-contiguous copy of it, so that the CPU backend reads it in
     place instead of copying it; with ``check``, :func:`check_finite` too, in the same pass.
+    Without ``copy``, an array that an :class:`imgproc._output_buffers.IntoBuffer` program
+    reads in place as it is (:func:`imgproc._output_buffers.aligned_flat_view`: a
+    misaligned integer array) comes back itself.
 
     JAX's CPU client aliases a NumPy argument whose data is C-contiguous and 64-byte
     aligned, and otherwise copies it much more slowly than NumPy does (benchmarks/NOTES.md,
@@ -56,7 +63,8 @@ def host_aligned(array: np.ndarray, *, check: bool = False) -> np.ndarray:
     Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
     aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
     check = check and _is_float(array.dtype) and array.size > 0
-    if array.nbytes < (1 << 20) or aligned or not _on_cpu():
+    read_at_skew = not copy and aligned_flat_view(array) is not None
+    if array.nbytes < (1 << 20) or aligned or read_at_skew or not _on_cpu():
         if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
             _raise_unless_finite(array, *_copy_min_max(array, None))
         return array

@@ -340,7 +340,7 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
 
 def apply_plan(image, plan, *, mode, cval, layout, hints=None):
     """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
-    image, layout = check_image(image, layout)
+    image, layout = check_image(image, layout, read_in_place=True)  # the stage is an IntoBuffer program
     mode = check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}

@@ -80,7 +80,7 @@ def _plan_gaussian(sigma, size, truncate, method, hints):
 
 
 def _prepare(image, layout, mode):
-    image, layout = check_image(image, layout)
+    image, layout = check_image(image, layout, read_in_place=True)  # for apply_stage, an IntoBuffer program
     return image, layout, check_mode(mode)
 
 

@@ -33,9 +33,17 @@ donated kept buffer, and puts that buffer straight back (benchmarks/NOTES.md, "S
 and staging written again"). Marking changes where XLA writes the array, never its values;
 outside an :class:`IntoBuffer` trace (plain ``jit``, ``vmap``, a loop body) it does nothing.
 
-Host staging. A NumPy argument that is not 64-byte aligned is copied into an aligned
-array before JAX reads it in place (:func:`imgproc._checks.host_aligned`); that copy is
-fresh memory too. :func:`host_buffer` hands out the memory of an earlier staging copy
+Host input read in place. JAX's CPU client reads a NumPy argument in place only when its
+data is 64-byte aligned, and NumPy's large arrays are usually 16 bytes past a boundary.
+An :class:`IntoBuffer` program given such an array reads it in place all the same: its
+argument is a read-only flat view that starts at the boundary before the data
+(:func:`aligned_flat_view`), and the program's first step, a slice and a reshape that XLA
+fuses into the loops that read the image, finds the image in it (benchmarks/NOTES.md,
+"Misaligned input read in place").
+
+Host staging. Elsewhere, a NumPy argument that is not 64-byte aligned is copied into an
+aligned array before JAX reads it in place (:func:`imgproc._checks.host_aligned`); that
+copy is fresh memory too. :func:`host_buffer` hands out the memory of an earlier staging copy
 that nothing references any more (no view of it lives: JAX holds its arguments' NumPy
 arrays while it reads them, and a result that is one of them keeps it too), at most
 :data:`STAGING_PER_SHAPE` per shape and dtype, counted in :data:`KEPT_BYTES`. The
@@ -56,7 +64,7 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release",
+           "aligned_empty", "aligned_flat_view", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release",
            "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
@@ -165,6 +173,59 @@ def aligned_view(buffer: np.ndarray, shape, dtype) -> np.ndarray:
     return buffer[start:start + nbytes].view(dtype).reshape(shape)
 
 
+class _HostMemory:
+    """Read-only host memory as NumPy's array interface describes it; NumPy's view of it
+    keeps this object, and through :attr:`owner` the array the memory belongs to, alive."""
+
+    def __init__(self, owner: np.ndarray, address: int, size: int):
+        self.owner = owner
+        self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": owner.dtype.str,
+                                    "version": 3}
+
+
+def aligned_flat_view(array: np.ndarray):
+    """``(flat, offset)``: a read-only 1-D view of ``array``'s memory that starts at the
+    64-byte boundary at or before its data, which JAX's CPU client reads in place, and
+    where the array starts in it (``flat[offset:offset + array.size]`` is
+    ``array.ravel()``). ``None`` when ``array`` is aligned already (or empty), not
+    C-contiguous, its data is not a whole number of elements past the boundary, or its
+    dtype is not an integer one.
+
+    Integers only: a float image is checked for finite values in a pass of its own, which
+    writes the aligned copy at little extra cost (:func:`imgproc._checks.host_aligned`),
+    while a 25-tap blur that reads it at the skew is slower by more than that copy
+    (benchmarks/NOTES.md, "Misaligned input read in place").
+
+    The view begins up to 63 bytes before ``array``'s data. Those bytes lie in the same
+    memory page as the data (a page is a multiple of 64 bytes), so they can be read, and
+    nothing reads them: the program slices them off (:class:`IntoBuffer`).
+
+    Example:
+        >>> import numpy as np
+        >>> buffer = np.arange(40, dtype=np.int32)
+        >>> base = aligned_view(buffer.view(np.uint8), (24,), np.int32)
+        >>> flat, offset = aligned_flat_view(base[4:12])
+        >>> offset, flat.flags.writeable, bool((flat[offset:] == base[4:12]).all())
+        (4, False, True)
+    """
+    address = array.ctypes.data
+    skew = address % HOST_ALIGNMENT
+    if (skew == 0 or array.size == 0 or not array.flags.c_contiguous or skew % array.itemsize
+            or not np.issubdtype(array.dtype, np.integer)):
+        return None
+    offset = skew // array.itemsize
+    return np.asarray(_HostMemory(array, address - skew, array.size + offset)), offset
+
+
+def _from_flat(image, view):
+    """The image in an :func:`aligned_flat_view` (``view``: its offset and shape), or
+    ``image`` itself when ``view`` is ``None``; traced, XLA fuses it into the readers."""
+    if view is None:
+        return image
+    offset, shape = view
+    return image[offset:offset + int(np.prod(shape))].reshape(shape)
+
+
 def _take(shape, dtype):
     with _lock:
         arrays = _kept.get(_key(shape, dtype))
@@ -199,16 +260,22 @@ def scratch(array):
     return array
 
 
-def _run_into(fn, *args, into, scratch_into, **kwargs):
-    """``(fn(*args, **kwargs), the arrays it marked with scratch())``. ``into`` and
-    ``scratch_into`` are donated only: their memory receives the outputs."""
+def _run_viewed(fn, image, *args, view, **kwargs):
+    """``fn(image, *args, **kwargs)``, the image found in a flat view first (:func:`_from_flat`)."""
+    return fn(_from_flat(image, view), *args, **kwargs)
+
+
+def _run_into(fn, image, *args, into, scratch_into, view, **kwargs):
+    """``(fn(image, *args, **kwargs), the arrays it marked with scratch())``, the image
+    found in a flat view first (:func:`_from_flat`). ``into`` and ``scratch_into`` are
+    donated only: their memory receives the outputs."""
     del into, scratch_into
     from jax._src import core
 
     outer = getattr(_marking, "trace", None), getattr(_marking, "arrays", None)
     _marking.trace, _marking.arrays = core.trace_ctx.trace, []
     try:
-        out = fn(*args, **kwargs)
+        out = fn(_from_flat(image, view), *args, **kwargs)
         return out, tuple(_marking.arrays)
     finally:
         _marking.trace, _marking.arrays = outer
@@ -227,13 +294,19 @@ class IntoBuffer:
     is (its scratch buffers are arguments). When the guess is wrong (a program that crops
     or resizes), that signature runs the plain program: one more trace, once.
 
+    A NumPy image that is not 64-byte aligned is read in place all the same, through a
+    flat view (module docstring, "Host input read in place"; one more program per such
+    image signature).
+
     ``program(image, *args, **kwargs)``; ``program.plain`` is the jitted ``fn`` itself.
     """
 
     def __init__(self, fn, *, out_like=None, **jit_options):
         self.plain = jax.jit(fn, **jit_options)
+        options = dict(jit_options, static_argnames=(*jit_options.get("static_argnames", ()), "view"))
+        self._viewed = jax.jit(functools.partial(_run_viewed, fn), **options)
         self._into = jax.jit(functools.partial(_run_into, fn), donate_argnames=("into", "scratch_into"),
-                             keep_unused=True, **jit_options)
+                             keep_unused=True, **options)
         self._out_like = out_like or (lambda image: jax.ShapeDtypeStruct(image.shape, image.dtype))
         self._outs = {}  # argument signature -> (output's ShapeDtypeStruct, scratch ones), or None: plain program
 
@@ -241,21 +314,24 @@ class IntoBuffer:
         host = isinstance(image, np.ndarray)
         if not (host or on_one_cpu(image)) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
+        flat = aligned_flat_view(image) if host else None
+        read, view = (image, None) if flat is None else (flat[0], (flat[1], tuple(image.shape)))
         signature = _signature((image, args, kwargs))
         if signature not in self._outs:
             guess = self._out_like(image)
-            out_info, scratch_info = self._into.trace(image, *args, into=guess, scratch_into=(), **kwargs).out_info
+            out_info, scratch_info = self._into.trace(read, *args, into=guess, scratch_into=(), view=view,
+                                                      **kwargs).out_info
             out = jax.tree_util.tree_leaves(out_info)[0]
             right = (out.shape, out.dtype) == (guess.shape, guess.dtype) and out.size * out.dtype.itemsize >= MIN_BYTES
             scratch_structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in scratch_info)
             self._outs[signature] = (guess, scratch_structs) if right else None
         structs = self._outs[signature]
         if structs is None or not (host or structs[1]):
-            return self.plain(image, *args, **kwargs)
+            return self.plain(image, *args, **kwargs) if view is None else self._viewed(read, *args, view=view, **kwargs)
         # a jax.Array's result is the caller's for good: only the scratch is written again
         into = _take_or_new(structs[0]) if host else None
         scratch_into = tuple(_take_or_new(s) for s in structs[1])
-        out, scratch_out = self._into(image, *args, into=into, scratch_into=scratch_into, **kwargs)
+        out, scratch_out = self._into(read, *args, into=into, scratch_into=scratch_into, view=view, **kwargs)
         for array in scratch_out:  # nothing else references them
             _put(array)
         if host:

@@ -36,8 +36,8 @@ from jax.sharding import PartitionSpec
 
 from imgproc import _execution, _sharded
 from imgproc._arrays import dtype_max, spatial_axes, to_output
-from imgproc._checks import check_image, host_aligned
-from imgproc._output_buffers import IntoBuffer
+from imgproc._checks import check_image
+from imgproc._output_buffers import IntoBuffer, host_buffer
 from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
@@ -205,7 +205,7 @@ class Pipeline:
                             min_area=min_area, min_visibility=min_visibility)
 
     def _call(self, images, *, key, indices, params, return_params):
-        images, layout = check_image(images, self.layout)
+        images, layout = check_image(images, self.layout, read_in_place=True)  # for self._compiled
         batched = layout in BATCH_LAYOUTS
         if isinstance(images, np.ndarray) and batched and images.shape[0] > _execution.chunk_size(images.shape):
             # a host batch too large to hold on the device at once; indices keep each
@@ -268,7 +268,7 @@ class Pipeline:
         for a, n in zip(axes, true_hw):
             pads[a] = (reach, _execution.bucket_size(n + 2 * reach) - n - reach)
             crop[a] = slice(reach, reach + n)
-        padded = host_aligned(np.pad(np.asarray(images), pads))  # read in place on CPU
+        padded = _zero_padded(np.asarray(images), pads)
         true = jnp.asarray(true_hw, jnp.int32)
         out = self._compiled(padded, None, None, None, (true, reach), layout=layout, return_params=False)
         return np.asarray(out)[tuple(crop)]
@@ -315,3 +315,21 @@ class Pipeline:
                 max_value=max_value, out_dtype=out_dtype)
             drawn[s:next_random] = run_params
         return to_output(x, out_dtype), tuple(drawn)
+
+
+def _zero_padded(array: np.ndarray, pads) -> np.ndarray:
+    """``np.pad(array, pads)`` (zeros), written into aligned host memory that the CPU
+    client reads in place: the memory of an earlier such copy that nothing references any
+    more (:func:`imgproc._output_buffers.host_buffer`), not fresh pages; only the bands
+    around the image are zeroed."""
+    out = host_buffer(tuple(n + lo + hi for n, (lo, hi) in zip(array.shape, pads)), array.dtype)
+    inside = []
+    for axis, (lo, hi) in enumerate(pads):
+        band = [slice(None)] * out.ndim
+        band[axis] = slice(0, lo)
+        out[tuple(band)] = 0
+        band[axis] = slice(lo + array.shape[axis], None)
+        out[tuple(band)] = 0
+        inside.append(slice(lo, lo + array.shape[axis]))
+    out[tuple(inside)] = array
+    return out

@@ -140,10 +140,10 @@ def test_scratch_is_marked_only_at_the_programs_own_level(image):
     np.testing.assert_array_equal(pipe(batch), np.asarray(pipe(jnp.asarray(batch))))
 
 
-def misaligned(image):
-    """A C-contiguous copy of ``image`` whose data is not 64-byte aligned."""
-    raw = np.empty(image.nbytes + HOST_ALIGNMENT + 4, np.uint8)
-    start = (-raw.ctypes.data) % HOST_ALIGNMENT + 4
+def misaligned(image, skew=4):
+    """A C-contiguous copy of ``image`` whose data lies ``skew`` bytes past a 64-byte boundary."""
+    raw = np.empty(image.nbytes + 2 * HOST_ALIGNMENT, np.uint8)
+    start = (-raw.ctypes.data) % HOST_ALIGNMENT + skew
     out = raw[start:start + image.nbytes].view(image.dtype).reshape(image.shape)
     out[...] = image
     return out
@@ -211,3 +211,70 @@ def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch
     np.testing.assert_array_equal(np.asarray(held_jax), copies[0])
     np.testing.assert_array_equal(held_view, copies[1])
     assert not np.may_share_memory(np.asarray(held_jax), held_view)
+
+
+# (dtype, bytes past the boundary, image height: a shape of its own, so each case traces afresh)
+READ_IN_PLACE = [(np.uint8, 1, 601), (np.uint8, 16, 602), (np.uint8, 48, 603), (np.uint16, 2, 604),
+                 (np.uint16, 32, 605)]
+
+
+@pytest.mark.parametrize("dtype, skew, height", READ_IN_PLACE)
+def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypatch, compilations):
+    """No staging copy: the program reads a flat view from the boundary before the data,
+    and the pixels are those of the same image on the device, for the filters, their
+    unsharp stage and a pipeline; a second call does not compile; the caller's array is
+    never written."""
+    clean = np.random.default_rng(skew).integers(0, np.iinfo(dtype).max, (height, 800, 3), dtype=dtype)
+    source = misaligned(clean, skew)
+    before = source.copy()
+    views = []
+    real = buffers._from_flat
+    monkeypatch.setattr(buffers, "_from_flat", lambda image, view: views.append(view) or real(image, view))
+    calls = [lambda x: imgproc.gaussian_blur(x, 1.5), lambda x: imgproc.box_blur(x, 5),
+             lambda x: imgproc.unsharp_mask(x, sigma=2.0), imgproc.presets.denoise()]
+    buffers.release()
+    for call in calls:
+        views.clear()
+        out = call(source)
+        assert {v for v in views if v is not None} == {(skew // clean.itemsize, clean.shape)}
+        assert isinstance(out, np.ndarray)
+        np.testing.assert_array_equal(out, np.asarray(call(jnp.asarray(clean))))
+        with compilations() as compiled:
+            np.testing.assert_array_equal(call(source), out)
+        assert compiled == []
+    assert buffers.kept(staging=True) == {}
+    np.testing.assert_array_equal(source, before)
+
+
+def test_what_is_not_read_in_place_is_staged(image):
+    """A float image is copied while it is checked; an integer one at an odd byte, or
+    not C-contiguous, has no flat view and is copied too; the values are right."""
+    buffers.release()
+    assert buffers.aligned_flat_view(misaligned(image, 16)) is None
+    wide = np.random.default_rng(3).integers(0, 65535, (600, 800, 3), dtype=np.uint16)
+    odd = misaligned(wide, 1)
+    assert not odd.flags.aligned and buffers.aligned_flat_view(odd) is None
+    assert buffers.aligned_flat_view(misaligned(wide, 16)[:, ::2]) is None
+    assert buffers.aligned_flat_view(buffers.aligned_empty(wide.shape, wide.dtype)) is None
+    np.testing.assert_array_equal(imgproc.gaussian_blur(odd, 1.0), imgproc.gaussian_blur(wide, 1.0))
+    assert buffers.kept(staging=True).get(key(wide), 0) >= 1
+
+
+def test_a_bucketed_batch_is_padded_into_kept_aligned_memory():
+    """The size bucket's zero-padded copy of a misaligned batch goes into aligned host
+    memory (one program, whatever the caller's skew), written again once nothing
+    references it: the pixels are the exact-size pipeline's, the memory bounded."""
+    buffers.release()
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}], bucket=True)
+    clean = np.random.default_rng(4).integers(0, 256, (2, 500, 700, 3), dtype=np.uint8)
+    source = misaligned(clean, 16)
+    before = source.copy()
+    expected = np.asarray(imgproc.Pipeline(pipe.stages)(clean))  # exact size, no bucket
+    for _ in range(3):
+        np.testing.assert_array_equal(pipe(source), expected)
+        gc.collect()
+    staged = buffers.kept(staging=True)
+    assert len(staged) == 1 and list(staged.values())[0] <= buffers.STAGING_PER_SHAPE
+    ((shape, _),) = staged
+    assert shape[0] == 2 and shape[1:3] != (500, 700)  # the bucket's size
+    np.testing.assert_array_equal(source, before)
