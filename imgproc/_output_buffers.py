@@ -64,8 +64,8 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_flat_view", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release",
-           "scratch"]
+           "aligned_empty", "aligned_flat_view", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes",
+           "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -327,7 +327,9 @@ class IntoBuffer:
             self._outs[signature] = (guess, scratch_structs) if right else None
         structs = self._outs[signature]
         if structs is None or not (host or structs[1]):
-            return self.plain(image, *args, **kwargs) if view is None else self._viewed(read, *args, view=view, **kwargs)
+            if view is None:
+                return self.plain(image, *args, **kwargs)
+            return self._viewed(read, *args, view=view, **kwargs)
         # a jax.Array's result is the caller's for good: only the scratch is written again
         into = _take_or_new(structs[0]) if host else None
         scratch_into = tuple(_take_or_new(s) for s in structs[1])

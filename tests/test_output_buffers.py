@@ -246,6 +246,22 @@ def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypa
     np.testing.assert_array_equal(source, before)
 
 
+def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(monkeypatch):
+    """Its output has another shape, so it runs the program without an output buffer;
+    that program reads the flat view as well, and gives the aligned image's pixels."""
+    clean = np.random.default_rng(5).integers(0, 256, (2, 400, 500, 3), dtype=np.uint8)
+    source = misaligned(clean, 32)
+    views = []
+    real = buffers._from_flat
+    monkeypatch.setattr(buffers, "_from_flat", lambda image, view: views.append(view) or real(image, view))
+    pipe = imgproc.Pipeline([{"op": "center_crop", "size": 300}, {"op": "gaussian_blur", "sigma": 1.0}])
+    buffers.release()
+    out = pipe(source)
+    assert out.shape == (2, 300, 300, 3) and (32, clean.shape) in views
+    np.testing.assert_array_equal(out, np.asarray(pipe(jnp.asarray(clean))))
+    assert buffers.kept(staging=True) == {}
+
+
 def test_what_is_not_read_in_place_is_staged(image):
     """A float image is copied while it is checked; an integer one at an odd byte, or
     not C-contiguous, has no flat view and is copied too; the values are right."""
