@@ -14,7 +14,7 @@ import numpy as np
 
 from imgproc._arrays import check_dtype, check_layout
 from imgproc._cores import cpu_cores
-from imgproc._output_buffers import HOST_ALIGNMENT, aligned_flat_view, host_buffer
+from imgproc._output_buffers import HOST_ALIGNMENT, flat_view_offset, host_buffer
 
 __all__ = ["HOST_ALIGNMENT", "check_finite", "check_image", "host_aligned"]
 
@@ -63,7 +63,7 @@ def host_aligned(array: np.ndarray, *, check: bool = False, copy: bool = True) -
     Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
     aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
     check = check and _is_float(array.dtype) and array.size > 0
-    read_at_skew = not copy and aligned_flat_view(array) is not None
+    read_at_skew = not copy and flat_view_offset(array) is not None
     if array.nbytes < (1 << 20) or aligned or read_at_skew or not _on_cpu():
         if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
             _raise_unless_finite(array, *_copy_min_max(array, None))

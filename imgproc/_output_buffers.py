@@ -64,8 +64,8 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_flat_view", "aligned_view", "host_buffer", "keep", "kept", "kept_bytes",
-           "on_one_cpu", "release", "scratch"]
+           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "host_buffer", "keep", "kept",
+           "kept_bytes", "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -208,13 +208,21 @@ def aligned_flat_view(array: np.ndarray):
         >>> offset, flat.flags.writeable, bool((flat[offset:] == base[4:12]).all())
         (4, False, True)
     """
-    address = array.ctypes.data
-    skew = address % HOST_ALIGNMENT
+    offset = flat_view_offset(array)
+    if offset is None:
+        return None
+    start = array.ctypes.data - offset * array.itemsize
+    return np.asarray(_HostMemory(array, start, array.size + offset)), offset
+
+
+def flat_view_offset(array: np.ndarray):
+    """Where ``array`` starts in its :func:`aligned_flat_view` (in elements), or ``None``
+    when it has none (the cases that docstring lists): the rule alone, no view made."""
+    skew = array.ctypes.data % HOST_ALIGNMENT
     if (skew == 0 or array.size == 0 or not array.flags.c_contiguous or skew % array.itemsize
             or not np.issubdtype(array.dtype, np.integer)):
         return None
-    offset = skew // array.itemsize
-    return np.asarray(_HostMemory(array, address - skew, array.size + offset)), offset
+    return skew // array.itemsize
 
 
 def _from_flat(image, view):
