@@ -64,7 +64,7 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "host_buffer", "keep", "kept",
+           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "from_flat", "host_buffer", "keep", "kept",
            "kept_bytes", "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
@@ -225,7 +225,7 @@ def flat_view_offset(array: np.ndarray):
     return skew // array.itemsize
 
 
-def _from_flat(image, view):
+def from_flat(image, view):
     """The image in an :func:`aligned_flat_view` (``view``: its offset and shape), or
     ``image`` itself when ``view`` is ``None``; traced, XLA fuses it into the readers."""
     if view is None:
@@ -269,13 +269,13 @@ def scratch(array):
 
 
 def _run_viewed(fn, image, *args, view, **kwargs):
-    """``fn(image, *args, **kwargs)``, the image found in a flat view first (:func:`_from_flat`)."""
-    return fn(_from_flat(image, view), *args, **kwargs)
+    """``fn(image, *args, **kwargs)``, the image found in a flat view first (:func:`from_flat`)."""
+    return fn(from_flat(image, view), *args, **kwargs)
 
 
 def _run_into(fn, image, *args, into, scratch_into, view, **kwargs):
     """``(fn(image, *args, **kwargs), the arrays it marked with scratch())``, the image
-    found in a flat view first (:func:`_from_flat`). ``into`` and ``scratch_into`` are
+    found in a flat view first (:func:`from_flat`). ``into`` and ``scratch_into`` are
     donated only: their memory receives the outputs."""
     del into, scratch_into
     from jax._src import core
@@ -283,7 +283,7 @@ def _run_into(fn, image, *args, into, scratch_into, view, **kwargs):
     outer = getattr(_marking, "trace", None), getattr(_marking, "arrays", None)
     _marking.trace, _marking.arrays = core.trace_ctx.trace, []
     try:
-        out = fn(_from_flat(image, view), *args, **kwargs)
+        out = fn(from_flat(image, view), *args, **kwargs)
         return out, tuple(_marking.arrays)
     finally:
         _marking.trace, _marking.arrays = outer

@@ -28,10 +28,11 @@ import numpy as np
 from jax import lax
 
 from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
-from imgproc._boundary import pad_axes_strips, padded_planes
+from imgproc._boundary import extended_band, padded_planes
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
 from imgproc._fusion import in_own_loop
+from imgproc._output_buffers import aligned_flat_view, from_flat
 from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
@@ -158,43 +159,38 @@ def median_network(n):
 _NETWORK_MAX_SIZE = 5
 
 
-def _median3(rows, h, wc, c):
-    """3x3 median of the padded rows ``(N, H+2, (W+2)*C)`` (W and C merged): each column of
-    three is sorted once (shared by the three windows that contain it); the median of the
-    window is then ``med3(max of the minima, med3 of the middles, min of the maxima)``
-    (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators of the
-    9-input network."""
-    a, b, c3 = rows[:, 0:h], rows[:, 1:h + 1], rows[:, 2:h + 2]
-    lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
-    mid = jnp.minimum(hi, c3)
-    hi = jnp.maximum(hi, c3)
-    lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)
+def _window_median(shifted, size, c):
+    """The ``size``x``size`` median from the window's rows: ``shifted(i)`` is the operand of
+    window row ``i`` (the image shifted by ``i - size // 2`` rows), ``(..., L + 2 * r * c)``
+    values with W and C merged; a shift by one pixel is a shift by ``c`` values. Returns
+    ``(..., L)``.
+
+    3x3: each column of three is sorted once (shared by the three windows that contain
+    it); the median is then ``med3(max of the minima, med3 of the middles, min of the
+    maxima)`` (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators
+    of the 9-input network. 5x5: the pruned network (:func:`median_network`); larger sizes
+    sort the stacked copies."""
+    r = size // 2
+    rows = [shifted(i) for i in range(size)]
+    width = rows[0].shape[-1] - 2 * r * c
 
     def cols(v):
-        return v[:, :, 0:wc], v[:, :, c:c + wc], v[:, :, 2 * c:2 * c + wc]
+        return [v[..., j * c:j * c + width] for j in range(size)]
 
-    def med3(u, v, t):
-        return jnp.maximum(jnp.minimum(u, v), jnp.minimum(jnp.maximum(u, v), t))
-
-    l0, l1, l2 = cols(lo)
-    m0, m1, m2 = cols(mid)
-    h0, h1, h2 = cols(hi)
-    return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(m0, m1, m2), jnp.minimum(jnp.minimum(h0, h1), h2))
-
-
-def _median_rows(x, *, size, mode):
-    """The median of the ``(N, H, W, C)`` image ``x`` as rows ``(N, H, W*C)``.
-
-    W and C are merged into one axis (a free reshape of the padded image): a shift by one
-    pixel is a shift by C values, and XLA's loops run over long rows, which vectorise,
-    instead of an innermost axis of C (benchmarks/NOTES.md, "Median")."""
-    r = size // 2
-    n, h, w, c = x.shape
-    rows = pad_axes_strips(x, r, (1, 2), mode).reshape(n, h + 2 * r, (w + 2 * r) * c)
-    wc = w * c
     if size == 3:
-        return _median3(rows, h, wc, c)
-    vals = [rows[:, i:i + h, j * c:j * c + wc] for i in range(size) for j in range(size)]
+        a, b, c3 = rows
+        lo, hi = jnp.minimum(a, b), jnp.maximum(a, b)
+        mid = jnp.minimum(hi, c3)
+        hi = jnp.maximum(hi, c3)
+        lo, mid = jnp.minimum(lo, mid), jnp.maximum(lo, mid)
+
+        def med3(u, v, t):
+            return jnp.maximum(jnp.minimum(u, v), jnp.minimum(jnp.maximum(u, v), t))
+
+        l0, l1, l2 = cols(lo)
+        h0, h1, h2 = cols(hi)
+        return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(*cols(mid)), jnp.minimum(jnp.minimum(h0, h1), h2))
+    vals = [v for row in rows for v in cols(row)]
     if size <= _NETWORK_MAX_SIZE:
         for i, j in median_network(size * size):
             vals[i], vals[j] = jnp.minimum(vals[i], vals[j]), jnp.maximum(vals[i], vals[j])
@@ -202,16 +198,73 @@ def _median_rows(x, *, size, mode):
     return jnp.sort(jnp.stack(vals, axis=0), axis=0)[(size * size) // 2]
 
 
+def _median_of_extended(x, rows, cols, *, size, mode):
+    """The median of the output rows and columns ``rows = (start, stop)``, ``cols = ...``
+    of the ``(N, H, W, C)`` image ``x``, from just the part of its extension they read
+    (:func:`imgproc._boundary.extended_band`); ``(N, stop - start, (cols' stop - start) * C)``."""
+    r = size // 2
+    bands = ((rows[0] - r, rows[1] + r, 1), (cols[0] - r, cols[1] + r, 2))
+    if (rows[1] - rows[0]) * x.shape[2] > (cols[1] - cols[0]) * x.shape[1]:
+        bands = bands[::-1]  # the narrower band first: the second gathers only from it
+    band = x
+    for start, stop, axis in bands:
+        band = extended_band(band, start, stop, axis, mode)
+    n, h, w, c = band.shape
+    band = band.reshape(n, h, w * c)
+    return _window_median(lambda i: band[:, i:i + h - 2 * r], size, c)
+
+
+def _median_rows(x, *, size, mode, flat=None):
+    """The median of the ``(N, H, W, C)`` image ``x`` as rows ``(N, H, W*C)``.
+
+    W and C are merged into one axis: a shift by one pixel is a shift by C values, and
+    XLA's loops run over long rows, which vectorise, instead of an innermost axis of C
+    (benchmarks/NOTES.md, "Median"). The rows that the window does not take past the
+    image's top or bottom are computed from the flat image itself, without a padded copy:
+    a shift by one row is a shift by W*C values, so each window row is one slice. There
+    the pixels of the first and last ``r`` columns read the ends of the rows next to
+    theirs; they, and the top and bottom rows, are computed again from small bands of the
+    extended image and written over (:func:`_median_of_extended`).
+
+    ``flat``: ``(values, start)``, where ``x``'s values begin in the 2-D array ``values``
+    (a flat view read in place: the slices are taken from it directly, since XLA would
+    copy ``x`` if its slice of the view had readers of its own)."""
+    r = size // 2
+    n, h, w, c = x.shape
+    if h < 2 * r + 3 or w < 2 * r + 1:  # no flat interior to speak of: pad the whole image
+        return _median_of_extended(x, (0, h), (0, w), size=size, mode=mode)
+    wc = w * c
+    values, start = (x.reshape(n, h * wc), 0) if flat is None else flat
+    start, length = start + (r + 1) * wc - r * c, (h - 2 * r - 2) * wc + 2 * r * c
+    interior = _window_median(lambda i: values[:, start + (i - r) * wc:start + (i - r) * wc + length], size, c)
+    rows = jnp.concatenate([_median_of_extended(x, (0, r + 1), (0, w), size=size, mode=mode),
+                            interior.reshape(n, h - 2 * r - 2, wc),
+                            _median_of_extended(x, (h - r - 1, h), (0, w), size=size, mode=mode)], axis=1)
+    rows = lax.dynamic_update_slice(rows, _median_of_extended(x, (0, h), (0, r), size=size, mode=mode), (0, 0, 0))
+    return lax.dynamic_update_slice(rows, _median_of_extended(x, (0, h), (w - r, w), size=size, mode=mode),
+                                    (0, 0, (w - r) * c))
+
+
 def _median_nhwc(x, *, size, mode):
     rows = in_own_loop(functools.partial(_median_rows, size=size, mode=mode), x)
     return rows.reshape(x.shape)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "mode", "layout"))
-def _median(image, *, size, mode, layout):
-    # exact in any dtype: the median is one of the values, so integers stay integers
-    y = _median_nhwc(to_bhwc(image, layout), size=size, mode=mode)
-    return y.reshape(image.shape)
+@functools.partial(jax.jit, static_argnames=("view", "size", "mode", "layout"))
+def _median(image, *, view, size, mode, layout):
+    """The median of ``image``, or of the image in the flat view ``image`` (``view``, as
+    for :func:`imgproc._output_buffers.from_flat`: a misaligned integer NumPy image read in
+    place). The conditional of :func:`in_own_loop` takes the argument itself: given a slice
+    of it, XLA would copy the slice first."""
+    shape = image.shape if view is None else view[1]
+
+    def rows(arg):  # exact in any dtype: the median is one of the values
+        x = to_bhwc(from_flat(arg, view), layout)
+        one_image = view is not None and layout in ("HW", "HWC", "NHWC") and x.shape[0] == 1
+        flat = (arg[None], view[0]) if one_image else None
+        return _median_rows(x, size=size, mode=mode, flat=flat)
+
+    return in_own_loop(rows, image).reshape(shape)
 
 
 @callers_type
@@ -240,10 +293,14 @@ def median(image, *, size=3, mode="reflect", layout=None):
         0
     """
     size = check_odd("size", size)
-    image, layout = _prepare(image, layout, mode)
+    image, layout = check_image(image, layout, read_in_place=True)  # read by _median through its flat view
+    check_mode(mode)
     if size == 1:
         return jnp.asarray(image)
-    return _median(image, size=size, mode=mode, layout=layout)
+    flat = aligned_flat_view(image) if isinstance(image, np.ndarray) else None
+    if flat is None:
+        return _median(image, view=None, size=size, mode=mode, layout=layout)
+    return _median(flat[0], view=(flat[1], tuple(image.shape)), size=size, mode=mode, layout=layout)
 
 
 # ----------------------------------------------------------------------------- impulse noise

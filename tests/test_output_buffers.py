@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.ndimage as ndi
 
 import imgproc
 from imgproc import _output_buffers as buffers
@@ -228,8 +229,8 @@ def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypa
     source = misaligned(clean, skew)
     before = source.copy()
     views = []
-    real = buffers._from_flat
-    monkeypatch.setattr(buffers, "_from_flat", lambda image, view: views.append(view) or real(image, view))
+    real = buffers.from_flat
+    monkeypatch.setattr(buffers, "from_flat", lambda image, view: views.append(view) or real(image, view))
     calls = [lambda x: imgproc.gaussian_blur(x, 1.5), lambda x: imgproc.box_blur(x, 5),
              lambda x: imgproc.unsharp_mask(x, sigma=2.0), imgproc.presets.denoise()]
     buffers.release()
@@ -246,14 +247,44 @@ def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypa
     np.testing.assert_array_equal(source, before)
 
 
+# (layout, shape, dtype, bytes past the boundary, window side, mode)
+MEDIAN_READ_IN_PLACE = [("HWC", (301, 90, 3), np.uint8, 16, 3, "nearest"), ("HW", (302, 91), np.uint8, 48, 5, "wrap"),
+                        ("NHWC", (1, 303, 90, 3), np.uint16, 32, 3, "mirror"),
+                        ("NHWC", (2, 304, 90, 3), np.uint8, 16, 3, "reflect"),
+                        ("CHW", (3, 305, 90), np.uint8, 32, 5, "constant"), ("NCHW", (2, 3, 306, 90), np.uint16, 2, 3, "wrap")]
+
+
+@pytest.mark.parametrize("layout, shape, dtype, skew, size, mode", MEDIAN_READ_IN_PLACE)
+def test_the_median_reads_misaligned_integer_input_in_place(layout, shape, dtype, skew, size, mode, monkeypatch):
+    """The median's program takes the flat view itself (its conditional's operand: given
+    the slice, XLA copied it), in every layout; the pixels are scipy's, the caller's array
+    is never written."""
+    from imgproc import restoration
+
+    clean = np.random.default_rng(skew).integers(0, np.iinfo(dtype).max, shape, dtype=dtype)
+    source = misaligned(clean, skew)
+    before = source.copy()
+    views = []
+    real = restoration.from_flat
+    monkeypatch.setattr(restoration, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    out = imgproc.median(source, size=size, mode=mode, layout=layout)
+    assert views == [(skew // clean.itemsize, shape)]
+    axes = [layout.index("H"), layout.index("W")]
+    planes = np.moveaxis(clean, axes, [-2, -1])
+    filtered = [ndi.median_filter(p, size, mode=mode) for p in planes.reshape(-1, *planes.shape[-2:])]
+    ref = np.moveaxis(np.stack(filtered).reshape(planes.shape), [-2, -1], axes)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(source, before)
+
+
 def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(monkeypatch):
     """Its output has another shape, so it runs the program without an output buffer;
     that program reads the flat view as well, and gives the aligned image's pixels."""
     clean = np.random.default_rng(5).integers(0, 256, (2, 400, 500, 3), dtype=np.uint8)
     source = misaligned(clean, 32)
     views = []
-    real = buffers._from_flat
-    monkeypatch.setattr(buffers, "_from_flat", lambda image, view: views.append(view) or real(image, view))
+    real = buffers.from_flat
+    monkeypatch.setattr(buffers, "from_flat", lambda image, view: views.append(view) or real(image, view))
     pipe = imgproc.Pipeline([{"op": "center_crop", "size": 300}, {"op": "gaussian_blur", "sigma": 1.0}])
     buffers.release()
     out = pipe(source)
