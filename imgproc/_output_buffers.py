@@ -64,8 +64,8 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "from_flat", "host_buffer", "keep", "kept",
-           "kept_bytes", "on_one_cpu", "release", "scratch"]
+           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "from_flat", "host_buffer", "keep",
+           "kept", "kept_bytes", "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two

@@ -251,7 +251,8 @@ def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypa
 MEDIAN_READ_IN_PLACE = [("HWC", (301, 90, 3), np.uint8, 16, 3, "nearest"), ("HW", (302, 91), np.uint8, 48, 5, "wrap"),
                         ("NHWC", (1, 303, 90, 3), np.uint16, 32, 3, "mirror"),
                         ("NHWC", (2, 304, 90, 3), np.uint8, 16, 3, "reflect"),
-                        ("CHW", (3, 305, 90), np.uint8, 32, 5, "constant"), ("NCHW", (2, 3, 306, 90), np.uint16, 2, 3, "wrap")]
+                        ("CHW", (3, 305, 90), np.uint8, 32, 5, "constant"),
+                        ("NCHW", (2, 3, 306, 90), np.uint16, 2, 3, "wrap")]
 
 
 @pytest.mark.parametrize("layout, shape, dtype, skew, size, mode", MEDIAN_READ_IN_PLACE)

@@ -221,7 +221,8 @@ def test_median_interior_from_the_flat_image_and_border_bands_match_scipy(size, 
         x = rng.random((h, w, 2)).astype(np.float32)
         for mode in imgproc.MODES:
             ref = np.stack([ndi.median_filter(x[..., c], size, mode=mode) for c in range(2)], -1)
-            np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=size, mode=mode)), ref, err_msg=f"{h}x{w} {mode}")
+            got = np.asarray(imgproc.median(x, size=size, mode=mode))
+            np.testing.assert_array_equal(got, ref, err_msg=f"{h}x{w} {mode}")
 
 
 def test_median_pads_no_copy_of_the_whole_image():
