@@ -64,8 +64,8 @@ import jax
 import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
-           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_view_offset", "from_flat", "host_buffer", "keep",
-           "kept", "kept_bytes", "on_one_cpu", "release", "scratch"]
+           "aligned_empty", "aligned_flat_view", "aligned_view", "flat_argument", "flat_view_offset", "from_flat",
+           "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -225,6 +225,14 @@ def flat_view_offset(array: np.ndarray):
     return skew // array.itemsize
 
 
+def flat_argument(image):
+    """``(argument, view)`` for a program that reads ``image`` through :func:`from_flat`:
+    a misaligned integer NumPy image's :func:`aligned_flat_view` and ``(offset, shape)``;
+    otherwise ``image`` itself and ``None``."""
+    flat = aligned_flat_view(image) if isinstance(image, np.ndarray) else None
+    return (image, None) if flat is None else (flat[0], (flat[1], tuple(image.shape)))
+
+
 def from_flat(image, view):
     """The image in an :func:`aligned_flat_view` (``view``: its offset and shape), or
     ``image`` itself when ``view`` is ``None``; traced, XLA fuses it into the readers."""
@@ -322,8 +330,7 @@ class IntoBuffer:
         host = isinstance(image, np.ndarray)
         if not (host or on_one_cpu(image)) or image.nbytes < MIN_BYTES or jax.default_backend() != "cpu":
             return self.plain(image, *args, **kwargs)
-        flat = aligned_flat_view(image) if host else None
-        read, view = (image, None) if flat is None else (flat[0], (flat[1], tuple(image.shape)))
+        read, view = flat_argument(image)
         signature = _signature((image, args, kwargs))
         if signature not in self._outs:
             guess = self._out_like(image)

@@ -32,7 +32,7 @@ from imgproc._boundary import extended_band, padded_planes
 from imgproc._bm3d import bm3d
 from imgproc._checks import check_image
 from imgproc._fusion import in_own_loop
-from imgproc._output_buffers import aligned_flat_view, from_flat
+from imgproc._output_buffers import flat_argument, from_flat
 from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
@@ -54,8 +54,8 @@ __all__ = [
 # ----------------------------------------------------------------------------- checks
 
 
-def _prepare(image, layout, mode=None):
-    image, layout = check_image(image, layout)
+def _prepare(image, layout, mode=None, *, read_in_place=False):
+    image, layout = check_image(image, layout, read_in_place=read_in_place)
     if mode is not None:
         check_mode(mode)
     return image, layout
@@ -293,14 +293,11 @@ def median(image, *, size=3, mode="reflect", layout=None):
         0
     """
     size = check_odd("size", size)
-    image, layout = check_image(image, layout, read_in_place=True)  # read by _median through its flat view
-    check_mode(mode)
+    image, layout = _prepare(image, layout, mode, read_in_place=True)  # _median reads it through its flat view
     if size == 1:
         return jnp.asarray(image)
-    flat = aligned_flat_view(image) if isinstance(image, np.ndarray) else None
-    if flat is None:
-        return _median(image, view=None, size=size, mode=mode, layout=layout)
-    return _median(flat[0], view=(flat[1], tuple(image.shape)), size=size, mode=mode, layout=layout)
+    argument, view = flat_argument(image)
+    return _median(argument, view=view, size=size, mode=mode, layout=layout)
 
 
 # ----------------------------------------------------------------------------- impulse noise
