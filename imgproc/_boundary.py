@@ -66,7 +66,8 @@ def extended_band(x, start: int, stop: int, axis: int, mode: str):
     """Positions ``start <= i < stop`` of ``x`` extended along ``axis`` with ``mode``
     (static ints, also outside ``[0, n)``; ``"constant"`` fills 0): a gather of just those
     positions, for a border strip that needs no padded copy of the whole array."""
-    idx = source_index(np.arange(start, stop), x.shape[axis], check_mode(mode))
+    mode = check_mode(mode)
+    idx = source_index(np.arange(start, stop), x.shape[axis], mode)
     band = jnp.take(x, jnp.asarray(np.maximum(idx, 0)), axis=axis)
     if mode != "constant" or (idx >= 0).all():
         return band
@@ -79,6 +80,7 @@ def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
     ``mode``. Works for any radius, also one larger than the axis."""
     if before == 0 and after == 0:
         return x
+    mode = check_mode(mode)  # a grid-* alias compares as its canonical name below
     n = x.shape[axis]
     idx = index_map(n, before, after, mode)
     if mode != "constant":
@@ -99,6 +101,7 @@ def pad_axis_strips(x, r: int, axis: int, mode: str):
     costs 10x more on CPU)."""
     if r == 0:
         return x
+    mode = check_mode(mode)
     if mode == "constant":
         return pad_axis(x, r, r, axis, mode, 0.0)
     n = x.shape[axis]

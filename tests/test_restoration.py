@@ -18,6 +18,7 @@ import skimage.restoration as skr
 import imgproc
 from imgproc import restoration as R
 from imgproc._nl_means import nl_means_nhwc
+from cases import GRID_MODES
 from jaxprs import equations
 
 
@@ -223,6 +224,22 @@ def test_median_interior_from_the_flat_image_and_border_bands_match_scipy(size, 
             ref = np.stack([ndi.median_filter(x[..., c], size, mode=mode) for c in range(2)], -1)
             got = np.asarray(imgproc.median(x, size=size, mode=mode))
             np.testing.assert_array_equal(got, ref, err_msg=f"{h}x{w} {mode}")
+
+
+@pytest.mark.parametrize("grid, plain", list(GRID_MODES.items()))
+def test_every_restoration_op_takes_scipys_grid_modes(grid, plain, rng):
+    # the aliases are the same extension (scipy's premise, checked in test_first_contact);
+    # the borders compared the mode's name with "constant" before canonicalising it, so
+    # "grid-constant" extended by the edge pixel: wrong pixels for median and bilateral
+    x = (rng.random((12, 13, 3)) * 200 + 30).astype(np.uint8)
+    calls = [lambda m: imgproc.median(x, mode=m), lambda m: imgproc.median(x, size=5, mode=m),
+             lambda m: imgproc.bilateral(x, sigma_color=30, sigma_spatial=2, size=5, mode=m),
+             lambda m: imgproc.nl_means(x, sigma=10.0, h=8.0, mode=m),
+             lambda m: imgproc.Pipeline([{"op": "median", "mode": m}])(x)]
+    for call in calls:
+        np.testing.assert_array_equal(np.asarray(call(grid)), np.asarray(call(plain)))
+    ref = np.stack([ndi.median_filter(x[..., c], 3, mode=grid) for c in range(3)], -1)
+    np.testing.assert_array_equal(np.asarray(imgproc.median(x, mode=grid)), ref)
 
 
 def test_median_pads_no_copy_of_the_whole_image():
