@@ -141,7 +141,7 @@ def blur(ctx, sigma, kind, size, mode):
             stage["size"] = size
     else:
         stage = {"op": "box_blur", "size": 5 if size is None else size, "mode": mode}
-    ctx.exit(_run(imgproc.Pipeline([stage], bucket=True), ctx.obj))
+    ctx.exit(_run(imgproc.Pipeline([stage], bucket="auto"), ctx.obj))
 
 
 @cli.command("sharpen", epilog=EXIT_CODES)
@@ -157,7 +157,7 @@ def sharpen_cmd(ctx, size, center, mode):
     stage = {"op": "sharpen", "size": size, "mode": mode}
     if center is not None:
         stage["center"] = center
-    ctx.exit(_run(imgproc.Pipeline([stage], bucket=True), ctx.obj))
+    ctx.exit(_run(imgproc.Pipeline([stage], bucket="auto"), ctx.obj))
 
 
 @cli.command(epilog=EXIT_CODES)
@@ -172,7 +172,7 @@ def run(ctx, spec, seed):
     List the ops and their options with `imgproc ops`."""
     from imgproc.cli._process import load_spec
 
-    pipe = load_spec(spec, bucket=True)
+    pipe = load_spec(spec, bucket="auto")
     key = None
     if pipe.is_random:
         if seed is None:

@@ -24,7 +24,7 @@ def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode=
     if size is not None and (size < 1 or size % 2 == 0):
         raise ValueError(f"size must be an odd integer >= 1 (1, 3, 5, ...); got {size!r}")
     if method == "chapter":
-        return presets.denoise(sigma=sigma, size=5 if size is None else size, sharpen=sharpen, mode=mode, bucket=True)
+        return presets.denoise(sigma=sigma, size=5 if size is None else size, sharpen=sharpen, mode=mode, bucket="auto")
     noise = {} if noise_sigma is None else {"sigma": float(noise_sigma)}
     if method == "auto":
         stage = {"op": "denoise", "method": "auto", **noise}
@@ -38,7 +38,7 @@ def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode=
         stage = {"op": "denoise", "method": "bilateral", "mode": mode, **noise}
     else:  # median
         stage = {"op": "median", "size": 3 if size is None else size, "mode": mode}
-    return imgproc.Pipeline([stage], bucket=True)  # buckets only where every stage is local
+    return imgproc.Pipeline([stage], bucket="auto")  # buckets only where every stage is local
 
 
 class Verbose:

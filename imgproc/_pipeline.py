@@ -42,10 +42,12 @@ from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
-from imgproc._validate import LAYOUT_NDIM, check_key, check_layout, check_number
+from imgproc._validate import LAYOUT_NDIM, check_choice, check_key, check_layout, check_number
 from imgproc.augment._targets import check_targets, move_targets, target_rules
 
-__all__ = ["Pipeline", "register_op", "registered_ops"]
+__all__ = ["BUCKET_CHOICES", "Pipeline", "register_op", "registered_ops"]
+
+BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
 
 
 class Pipeline:
@@ -57,14 +59,21 @@ class Pipeline:
             missing options are refused here, naming the op's options.
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"`` or ``"NCHW"``.
-        bucket: compile once per *size bucket* instead of once per image size (for
-            programs that meet images of many sizes, like the command line). The image is
-            placed ``reach`` pixels from the top/left of a zero array of the bucket's size
-            (sides rounded up to a step of about 1/16 of the side, with at least ``reach``
-            = the largest stage radius on every side), each stage
+        bucket: ``False`` (the default: one program per image size), ``True`` or
+            ``"auto"``. ``True`` compiles once per *size bucket* instead of once per image
+            size: the image is placed ``reach`` pixels from the top/left of a zero array of
+            the bucket's size (sides rounded up to a step of about 1/16 of the side, with
+            at least ``reach`` = the largest stage radius on every side), each stage
             re-extends the image from its true size with its boundary mode (so results
-            are exactly those of the unpadded image) and the output is cropped back. Applies when every stage is local (has a radius);
-            otherwise the pipeline runs at the exact size.
+            are exactly those of the unpadded image) and the output is cropped back.
+            ``"auto"`` (what the command line and :mod:`imgproc.ray` use, for programs
+            that meet images of many sizes) runs the first size met in each bucket at its
+            exact size and only the other sizes of that bucket in the bucket's program:
+            a folder of one size gets the exact program (3-4x faster on 1080p than the
+            bucket's, ``benchmarks/NOTES.md`` "Folder throughput"), a folder of many
+            sizes at most two programs per bucket. The pixels are the same either way.
+            Buckets apply when every stage is local (has a radius); otherwise the
+            pipeline runs at the exact size.
 
     Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
     it has random stages; ``return_params=True`` also returns what each stage drew (a
@@ -104,7 +113,10 @@ class Pipeline:
         self.radii = tuple(
             None if s.info.radius is None or s.info.random else int(s.info.radius(s.options)) for s in self.stages
         )
-        self.bucket = bool(bucket) and all(r is not None for r in self.radii)
+        bucket = check_choice("bucket", bucket, BUCKET_CHOICES)
+        local = all(r is not None for r in self.radii)
+        self.bucket = (bucket if bucket == "auto" else bool(bucket)) if local else False
+        self._first_size_in_bucket = {}  # bucket="auto": (layout, bucket's size) -> the first true size met
         self.trace_count = 0
         # on NumPy input, the result is written into a dropped earlier result's buffer
         # when it keeps the input's shape (imgproc._output_buffers)
@@ -220,8 +232,8 @@ class Pipeline:
             indices = jnp.arange(images.shape[0] if batched else 1)
         if indices is not None:
             indices = jnp.asarray(indices)
-        if self.bucket and not isinstance(images, jax.core.Tracer):  # traced: the exact size
-            out = self._bucketed(images, layout)
+        if self.bucket and not isinstance(images, jax.core.Tracer) and self._in_bucket(images, layout):
+            out = self._bucketed(images, layout)  # traced images run at their exact size
             return (out, (None,) * len(self.stages)) if return_params else out
         parts = _execution.loop_parts(images, loops=loops_over_images(self.stages), batched=batched,
                                       traced_args=(key, indices, params))
@@ -259,10 +271,24 @@ class Pipeline:
                 body, mesh, axes, (spec, PartitionSpec(), split, split), out_specs)
         return self._sharded[signature](images, key, indices, params)
 
+    def _in_bucket(self, images, layout) -> bool:
+        """Whether this call runs in its size bucket's program: always with
+        ``bucket=True``; with ``"auto"``, unless its size is the first one met in its
+        bucket."""
+        if self.bucket is True:
+            return True
+        true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
+        bucket = (layout, tuple(_execution.bucket_size(n + 2 * self._reach) for n in true_hw))
+        return self._first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
+
+    @property
+    def _reach(self) -> int:
+        return max(self.radii, default=0)
+
     def _bucketed(self, images, layout):
         axes = spatial_axes(layout)
         true_hw = [images.shape[a] for a in axes]
-        reach = max(self.radii, default=0)
+        reach = self._reach
         pads = [(0, 0)] * images.ndim
         crop = [slice(None)] * images.ndim
         for a, n in zip(axes, true_hw):

@@ -143,7 +143,7 @@ def connect(address: str | None = None, **init_kwargs):
     return ray
 
 
-def _pipeline(spec, bucket: bool):
+def _pipeline(spec, bucket):
     """A :class:`imgproc.Pipeline` from a pipeline, a spec list or its JSON text (parsed
     here, on the driver, before any Ray work: a bad spec is a ValueError)."""
     from imgproc._pipeline import Pipeline
@@ -350,7 +350,7 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
     :class:`~imgproc.cli._options.RunOptions` (batch size, quality, overwrite, strip,
     pixel limit). ``stop_point()`` is called between result batches (it may raise
     ``KeyboardInterrupt`` to end the run)."""
-    pipe = _pipeline(pipeline, bucket=getattr(pipeline, "bucket", True))
+    pipe = _pipeline(pipeline, bucket=getattr(pipeline, "bucket", "auto"))
     key_data = _key_data(pipe, key)
     if not jobs:
         return
@@ -427,7 +427,7 @@ def process(source, dest, spec, *, key=None, batch_size: int = 8, num_actors: in
             cpus_per_actor: float | None = None, gpus_per_actor: float = 0.0, overwrite: bool = False,
             recursive: bool = False, out_format: str | None = None, quality: int = 95,
             max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False, strip: bool = False,
-            bucket: bool = True, address: str | None = None):
+            bucket: bool | str = "auto", address: str | None = None):
     """Run the pipeline ``spec`` over the images of ``source`` into the folder ``dest`` on
     Ray Data; the per-file result table.
 
@@ -454,8 +454,9 @@ def process(source, dest, spec, *, key=None, batch_size: int = 8, num_actors: in
         recursive, out_format, quality, max_pixels, allow_truncated, strip: as the
             command line's ``--recursive``, ``--format``, ``--quality``,
             ``--max-pixels``, ``--allow-truncated``, ``--strip``.
-        bucket: compile per size bucket (:class:`imgproc.Pipeline`'s ``bucket``) when
-            ``spec`` is not already a pipeline.
+        bucket: :class:`imgproc.Pipeline`'s ``bucket`` (``"auto"``, as the command line:
+            each bucket's first size at its exact size, its other sizes in the bucket's
+            program; ``True``, ``False``) when ``spec`` is not already a pipeline.
         address: the Ray cluster (``HOST:PORT``, ``ray://HOST:PORT``, ``"auto"``); None
             uses an initialised Ray, ``RAY_ADDRESS``, or starts a local one.
 

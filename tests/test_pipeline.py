@@ -132,6 +132,42 @@ def test_size_buckets_compile_once_per_bucket_and_match_exactly():
     assert bucketed.trace_count == len(buckets) < len(sizes)
 
 
+def test_auto_buckets_run_each_buckets_first_size_exactly(monkeypatch):
+    """``bucket="auto"`` (the command line's): the first size met in a bucket gets its
+    own exact-size program, every other size of that bucket the bucket's program; the
+    pixels are the exact pipeline's either way."""
+    from imgproc._execution import bucket_size
+
+    bucketed_sizes = []
+    run_in_bucket = imgproc.Pipeline._bucketed
+    monkeypatch.setattr(imgproc.Pipeline, "_bucketed",
+                        lambda self, x, layout: bucketed_sizes.append(x.shape[1:3]) or run_in_bucket(self, x, layout))
+    rng = np.random.default_rng(7)
+    exact = presets.denoise()
+    auto = presets.denoise(bucket="auto")
+    first, second, third, elsewhere = (100, 120), (101, 121), (102, 119), (300, 120)
+    assert len({(bucket_size(h + 4), bucket_size(w + 4)) for h, w in (first, second, third)}) == 1
+    assert bucket_size(elsewhere[0] + 4) != bucket_size(first[0] + 4)
+    traces = []
+    for h, w in [first, first, second, third, first, elsewhere, second]:
+        x = rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8)
+        np.testing.assert_array_equal(auto(x), np.asarray(exact(x)))
+        traces.append(auto.trace_count)
+    # first: exact; second and third share the bucket's program; elsewhere: exact again
+    assert traces == [1, 1, 2, 2, 2, 3, 3]
+    assert bucketed_sizes == [second, third, second]
+    for bad in ("yes", 2, None):
+        with pytest.raises(ValueError, match=r"bucket must be one of False, True, 'auto'"):
+            imgproc.Pipeline([{"op": "sharpen"}], bucket=bad)
+
+
+def test_the_command_builds_auto_bucketed_pipelines():
+    from imgproc.cli._denoise import build
+
+    for method in ("chapter", "median"):  # the other methods are not local: exact sizes
+        assert build(method).bucket == "auto", method
+
+
 @pytest.mark.parametrize("mode", imgproc.MODES)
 def test_size_buckets_exact_in_every_mode(mode):
     rng = np.random.default_rng(6)
