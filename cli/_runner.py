@@ -146,15 +146,15 @@ class BatchStage:
 
             enable_compilation_cache()
             self._cache_on = True
-        stack = np.stack([d.colour for d in items])
+        n = len(items)
+        if self.pad and n < self.batch_size:
+            n = min(self.batch_size, 1 << (n - 1).bit_length())
+        stack = _stacked([d.colour for d in items], n)
         describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
         if describe is not None:
-            describe(stack, [str(d.job.src) for d in items])
+            describe(stack[:len(items)], [str(d.job.src) for d in items])
         indices = np.asarray([d.job.index for d in items])
-        if self.pad and len(items) < self.batch_size:
-            n = min(self.batch_size, 1 << (len(items) - 1).bit_length())
-            stack = np.concatenate([stack, np.repeat(stack[-1:], n - len(items), axis=0)])
-            indices = np.concatenate([indices, np.repeat(indices[-1:], n - len(items))])
+        indices = np.concatenate([indices, np.repeat(indices[-1:], n - len(items))])
         try:
             if self.key is not None:
                 out = self.pipeline(stack, key=self.key, indices=indices)
@@ -166,6 +166,21 @@ class BatchStage:
             error.__cause__ = e
             return [Result(d.job, error=error) for d in items]
         return [Result(d.job, join_alpha(out[i], d.alpha, d.flat), d.info) for i, d in enumerate(items)]
+
+
+def _stacked(images, n: int) -> np.ndarray:
+    """``images`` (one shape and dtype) stacked into a batch of ``n >= len(images)``, the
+    last image repeated to fill it, in 64-byte aligned host memory kept from batch to
+    batch (:func:`imgproc._output_buffers.host_buffer`): the pipeline's program reads it
+    in place, and its data always starts at the same alignment, so one compiled program
+    (and one entry of the persistent cache) serves every batch of that shape, where a
+    fresh array's alignment varies from run to run."""
+    from imgproc._output_buffers import host_buffer
+
+    stack = host_buffer((n,) + images[0].shape, images[0].dtype)
+    for i in range(n):
+        stack[i] = images[min(i, len(images) - 1)]
+    return stack
 
 
 def write_result(result: Result, opts: RunOptions):

@@ -326,3 +326,36 @@ def test_a_bucketed_batch_is_padded_into_kept_aligned_memory():
     ((shape, _),) = staged
     assert shape[0] == 2 and shape[1:3] != (500, 700)  # the bucket's size
     np.testing.assert_array_equal(source, before)
+
+
+def test_the_command_stacks_its_batches_into_aligned_memory():
+    """The folder runner stacks a batch into kept aligned host memory, so decoded images
+    at any skew (the decoder's allocation varies from run to run) meet one compiled program
+    of their shape, and one entry of the persistent cache, where a fresh stack at another
+    skew would compile (and cache) the program again; the stack is read in place."""
+    from pathlib import Path
+
+    from imgproc.cli._plan import Job
+    from imgproc.cli._runner import BatchStage, Decoded
+
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}], bucket="auto")
+    reference = imgproc.Pipeline(pipe.stages)
+    skews, traces = [], []
+
+    def run(batch):
+        skews.append(batch.ctypes.data % HOST_ALIGNMENT)
+        return pipe(batch)
+
+    stage = BatchStage(run, batch_size=2)
+    rng = np.random.default_rng(9)
+    for skew in (16, 48, 0, 32):
+        images = [misaligned(rng.integers(0, 256, (400, 500, 3), dtype=np.uint8), skew) for _ in range(2)]  # >= MIN_BYTES
+        results = []
+        for i, im in enumerate(images):
+            results += stage.add(Decoded(Job(Path(f"{i}.png"), Path("o.png"), "", i), im, None, False, None, []))
+        np.testing.assert_array_equal(np.stack([r.image for r in results]), reference(np.stack(images)))
+        traces.append(pipe.trace_count)
+    assert skews == [0, 0, 0, 0]
+    assert traces[1:] == traces[:1] * 3  # one program (its traces all made by the first batch)
+    staged = [shape for shape, _ in buffers.kept(staging=True)]
+    assert (2, 400, 500, 3) in staged
