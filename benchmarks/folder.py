@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Case, Group, print_group, time_group
+from harness import Case, Group, command_env, print_group, time_group
 
 N, W, H = 200, 1920, 1080
 
@@ -67,7 +67,7 @@ def run(quick: bool = False):
 
         def imgproc_job():
             r = subprocess.run([exe, "denoise", str(src), str(tmp / "out-imgproc"), "--method", "chapter", "-q", "--overwrite"],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=command_env())
             assert r.returncode == 0, r.stderr
 
         workers = min(8, (os.cpu_count() or 2) + 2)

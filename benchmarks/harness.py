@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import resource
 import statistics
@@ -29,6 +30,16 @@ def block(x):
     import jax  # here, so that the harness itself imports without jax (its test)
 
     return jax.block_until_ready(x)
+
+
+def command_env(**extra) -> dict:
+    """The environment the whole-command rows run their processes in: this one, less
+    ``PYTHONDONTWRITEBYTECODE``, which the sessions of this machine set and a user's shell
+    does not. With it, an editable install compiled imgproc's ~60 modules from source in
+    every run (0.1 s of a 1.2 s command); an installed package never does. ``extra``:
+    variables to set."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, **extra)
 
 
 def cpu_seconds() -> float:

@@ -33,7 +33,8 @@ sys.path.insert(0, str(HERE))
 import augment  # noqa: E402
 import folder  # noqa: E402
 import recipes  # noqa: E402
-from harness import Case, Group, Target, load, print_group, save, tables, targets_table, time_group  # noqa: E402
+from harness import (Case, Group, Target, command_env, load, print_group, save, tables, targets_table,  # noqa: E402
+                     time_group)
 
 
 def versions() -> dict:
@@ -183,7 +184,7 @@ def command_benchmark(quick: bool):
             # --method chapter: the Gaussian + sharpen the OpenCV script does (auto's NL-means
             # is timed per method in the denoise table)
             subprocess.run([exe, "denoise", str(src), str(tmp / "out.jpg"), "--method", "chapter", "--overwrite"], check=True,
-                           env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
+                           env=command_env(XDG_CACHE_HOME=str(cache)))
 
         cases = [
             Case("imgproc_cold", "imgproc denoise --method chapter, cold (empty compilation cache)",
@@ -191,7 +192,8 @@ def command_benchmark(quick: bool):
             Case("imgproc_warm", "imgproc denoise --method chapter, warm (compilation cache filled)",
                  lambda: imgproc_denoise(tmp / "warm-cache", empty=False), megapixels=12),
             Case("opencv_script", "plain OpenCV script, same work",
-                 lambda: subprocess.run([sys.executable, "-c", script, str(src), str(tmp / "cv.jpg")], check=True),
+                 lambda: subprocess.run([sys.executable, "-c", script, str(src), str(tmp / "cv.jpg")], check=True,
+                                        env=command_env()),
                  megapixels=12),
         ]
         rows = time_group(group.id, cases, 1 if quick else 3)

@@ -7,7 +7,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from harness import Case, Group, Row, Target, find, group_table, load, round_order, save, targets_table, time_group  # noqa: E402
+from harness import (Case, Group, Row, Target, command_env, find, group_table, load, round_order, save,  # noqa: E402
+                     targets_table, time_group)
 
 
 class FakeClock:
@@ -103,3 +104,13 @@ def test_table_and_json_round_trip(tmp_path):
     assert "another group" not in text
     save(tmp_path / "r.json", [group], ROWS)
     assert load(tmp_path / "r.json") == ([group], ROWS)
+
+
+def test_whole_commands_run_as_in_a_users_shell(monkeypatch):
+    """The whole-command rows drop PYTHONDONTWRITEBYTECODE (set by this machine's sessions,
+    not by a user's shell: every run would compile imgproc's modules from source)."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("HOME", "/home/someone")
+    env = command_env(XDG_CACHE_HOME="/tmp/cache")
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["HOME"] == "/home/someone" and env["XDG_CACHE_HOME"] == "/tmp/cache"
