@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
+from imgproc._fusion import in_own_loop
 from imgproc._output_buffers import scratch
 
 __all__ = ["correlate_direct", "correlate_separable"]
@@ -190,6 +191,14 @@ def _shifted_sum(xe, terms, out_shape, axes):
 # concrete ones always do (see correlate_separable).
 EXTEND_MAX_TAPS = 9
 
+# A pass along the rows (axis 1) with more terms than this sums them in two loops: the
+# first half in a loop of its own, the second half and that sum in the loop that writes
+# the result. One loop reading 25 rows at a time (12 pairs and the centre: sigma = 3)
+# ran far slower than two reading 12-13 each, most of all when it wrote a buffer wider
+# than its input (the column-extended first pass): 2048x6144 float32, AMD Zen 4, 62 ms
+# against 41 (benchmarks/NOTES.md, "Large kernels").
+ROWS_LOOP_MAX_TERMS = 9
+
 
 def pad_first() -> bool:
     """Whether a 1-D pass builds the extended (border-padded) array and sums shifted slices
@@ -200,11 +209,13 @@ def pad_first() -> bool:
     return jax.default_backend() != "cpu"
 
 
-def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None):
+def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, strip=False):
     """Correlate ``x`` along ``axis`` with an ``n``-tap kernel given as ``terms``.
 
     ``extend=(axis2, before, after)`` returns the result zero-extended along ``axis2``
-    (written into the larger buffer by the same loop; the caller fills the margins)."""
+    (written into the larger buffer by the same loop; the caller fills the margins).
+    ``strip``: ``x`` is a strip of a few columns, whose rows stay in cache: its interior
+    is one loop whatever the number of terms (:func:`_interior`)."""
     L = x.shape[axis]
     before = n // 2
     after = n - 1 - before
@@ -248,9 +259,20 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None):
             st[extend[0]] = extend[1]
         return tuple(st)
 
-    return _assemble(_shifted_sum(x, terms, tuple(shape), (axis,)), ext,
-                     [(band(0, before), at(0)), (band(L - after, after), at(L - after))],
-                     in_place=True)
+    return _assemble(_interior(x, terms, tuple(shape), axis, one_loop=strip), ext,
+                     [(band(0, before), at(0)), (band(L - after, after), at(L - after))], in_place=True)
+
+
+def _interior(x, terms, shape, axis: int, *, one_loop: bool):
+    """The shifted sum of a 1-D pass's interior; along the rows, unless ``one_loop``, in
+    two loops when it has more than :data:`ROWS_LOOP_MAX_TERMS` terms (the first half's
+    sum a kept scratch buffer when an eager call runs it:
+    :func:`imgproc._output_buffers.scratch`)."""
+    if one_loop or axis != 1 or len(terms) <= ROWS_LOOP_MAX_TERMS:
+        return _shifted_sum(x, terms, shape, (axis,))
+    half = len(terms) // 2
+    first = scratch(in_own_loop(lambda v: _shifted_sum(v, terms[:half], shape, (axis,)), x))
+    return first + _shifted_sum(x, terms[half:], shape, (axis,))
 
 
 def _assemble(inner, ext, bands, *, in_place: bool):
@@ -339,7 +361,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     def strip_pass1(cols):
         """The first pass over the input's columns ``cols`` (extended indices)."""
-        strip = _pass_1d(_gather(x, cols, 2, cval), n1, t1, 1, mode, cval)
+        strip = _pass_1d(_gather(x, cols, 2, cval), n1, t1, 1, mode, cval, strip=True)
         if mode == "constant":  # columns outside the image hold cval_after after pass 1
             outside = jnp.asarray(np.asarray(cols) < 0).reshape((1, 1, -1) + (1,) * (x.ndim - 3))
             strip = jnp.where(outside, jnp.asarray(cval_after, strip.dtype), strip)

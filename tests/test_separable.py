@@ -49,6 +49,8 @@ SEP_CASES = [
     ((2, 30, 33), 17, 5),  # traced first kernel above EXTEND_MAX_TAPS: the second pass patches its borders
     ((1, 20, 12), 25, 13),
     ((1, 3, 2), 17, 17),
+    ((2, 41, 37), 25, 9),  # rows pass above ROWS_LOOP_MAX_TERMS with an interior: two loops
+    ((1, 27, 30), 10, 25),  # 10 terms: the smallest pass split in two
 ]
 
 
@@ -96,6 +98,30 @@ def test_separable_symmetric_kernel(mode, rng):
         x = _planes(rng, shape)
         f = jax.jit(lambda a: correlate_separable(a, g, box, mode=mode, cval=CVAL))
         _check(f(x), _ref_separable(x, g, box, mode))
+    r = np.arange(-12, 13)  # sigma = 3's 25 taps: 13 terms, summed in two loops along the rows
+    g25 = np.exp(-0.5 * (r / 3.0) ** 2)
+    g25 /= g25.sum()
+    x = _planes(rng, (2, 50, 31))
+    _check(jax.jit(lambda a: correlate_separable(a, g25, g25, mode=mode, cval=CVAL))(x), _ref_separable(x, g25, g25, mode))
+
+
+def test_rows_pass_with_many_terms_runs_in_two_loops():
+    """A rows pass of more than ROWS_LOOP_MAX_TERMS terms sums its first half in a loop of
+    its own (a conditional's result, on CPU); the columns pass and short rows passes do not."""
+    from jaxprs import equations
+
+    from imgproc._separable import ROWS_LOOP_MAX_TERMS
+
+    x = np.zeros((1, 64, 64), np.float32)
+
+    def conds(n_rows, n_cols):
+        kr, kc = np.ones(n_rows, np.float32), np.ones(n_cols, np.float32)  # symmetric: (n + 1) // 2 terms
+        return len(equations(jax.make_jaxpr(lambda a: correlate_separable(a, kr, kc))(x).jaxpr, "cond"))
+
+    most = 2 * ROWS_LOOP_MAX_TERMS - 1  # the longest symmetric kernel with ROWS_LOOP_MAX_TERMS terms
+    assert conds(most, 25) == 0
+    assert conds(most + 2, 5) == 1
+    assert conds(25, 5) == 1
 
 
 # (P, H, W), kernel shape
