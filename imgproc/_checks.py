@@ -29,7 +29,7 @@ def check_image(image, layout, *, read_in_place=False):
 
     NumPy data comes back aligned (:func:`host_aligned`); with ``read_in_place`` (the
     caller hands it to an :class:`imgproc._output_buffers.IntoBuffer` program, which reads
-    a misaligned integer array in place itself), such an array comes back as it is."""
+    a misaligned array in place itself), such an array comes back as it is (checked)."""
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         image = np.asarray(image)
     check_dtype(image.dtype)
@@ -50,7 +50,7 @@ def host_aligned(array: np.ndarray, *, check: bool = False, copy: bool = True) -
     place instead of copying it; with ``check``, :func:`check_finite` too, in the same pass.
     Without ``copy``, an array that an :class:`imgproc._output_buffers.IntoBuffer` program
     reads in place as it is (:func:`imgproc._output_buffers.aligned_flat_view`: a
-    misaligned integer array) comes back itself.
+    misaligned array) comes back itself (checked, without a copy).
 
     JAX's CPU client aliases a NumPy argument whose data is C-contiguous and 64-byte
     aligned, and otherwise copies it much more slowly than NumPy does (benchmarks/NOTES.md,

@@ -189,12 +189,12 @@ def aligned_flat_view(array: np.ndarray):
     where the array starts in it (``flat[offset:offset + array.size]`` is
     ``array.ravel()``). ``None`` when ``array`` is aligned already (or empty), not
     C-contiguous, its data is not a whole number of elements past the boundary, or its
-    dtype is not an integer one.
+    dtype is float64 (which JAX converts to float32: a copy anyway).
 
-    Integers only: a float image is checked for finite values in a pass of its own, which
-    writes the aligned copy at little extra cost (:func:`imgproc._checks.host_aligned`),
-    while a 25-tap blur that reads it at the skew is slower by more than that copy
-    (benchmarks/NOTES.md, "Misaligned input read in place").
+    Float images too since the rows pass of large kernels runs in two loops: a float
+    image's finite check then reads it without writing an aligned copy, and the blurs
+    read it at the skew faster than they read the copy (benchmarks/NOTES.md, "Misaligned
+    input read in place").
 
     The view begins up to 63 bytes before ``array``'s data. Those bytes lie in the same
     memory page as the data (a page is a multiple of 64 bytes), so they can be read, and
@@ -220,14 +220,14 @@ def flat_view_offset(array: np.ndarray):
     when it has none (the cases that docstring lists): the rule alone, no view made."""
     skew = array.ctypes.data % HOST_ALIGNMENT
     if (skew == 0 or array.size == 0 or not array.flags.c_contiguous or skew % array.itemsize
-            or not np.issubdtype(array.dtype, np.integer)):
+            or array.dtype == np.float64):
         return None
     return skew // array.itemsize
 
 
 def flat_argument(image):
     """``(argument, view)`` for a program that reads ``image`` through :func:`from_flat`:
-    a misaligned integer NumPy image's :func:`aligned_flat_view` and ``(offset, shape)``;
+    a misaligned NumPy image's :func:`aligned_flat_view` and ``(offset, shape)``;
     otherwise ``image`` itself and ``None``."""
     flat = aligned_flat_view(image) if isinstance(image, np.ndarray) else None
     return (image, None) if flat is None else (flat[0], (flat[1], tuple(image.shape)))

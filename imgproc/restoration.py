@@ -253,7 +253,7 @@ def _median_nhwc(x, *, size, mode):
 @functools.partial(jax.jit, static_argnames=("view", "size", "mode", "layout"))
 def _median(image, *, view, size, mode, layout):
     """The median of ``image``, or of the image in the flat view ``image`` (``view``, as
-    for :func:`imgproc._output_buffers.from_flat`: a misaligned integer NumPy image read in
+    for :func:`imgproc._output_buffers.from_flat`: a misaligned NumPy image read in
     place). The conditional of :func:`in_own_loop` takes the argument itself: given a slice
     of it, XLA would copy the slice first."""
     shape = image.shape if view is None else view[1]

@@ -165,14 +165,15 @@ def test_staging_memory_is_reused_only_when_nothing_references_it(image):
 
 
 def test_eager_calls_on_misaligned_input_reuse_their_staging(image):
-    source = misaligned(image)
+    wide = np.random.default_rng(2).integers(0, 65535, (600, 800, 3), dtype=np.uint16)
+    source = misaligned(wide, 1)  # at an odd byte: no flat view, a staging copy
     before = source.copy()
     first = imgproc.gaussian_blur(source, 1.0)
     for _ in range(3):
         out = imgproc.gaussian_blur(source, 1.0)
         np.testing.assert_array_equal(out, first)
         del out
-    assert buffers.kept(staging=True)[key(image)] <= buffers.STAGING_PER_SHAPE
+    assert buffers.kept(staging=True)[key(source)] <= buffers.STAGING_PER_SHAPE
     np.testing.assert_array_equal(source, before)  # the caller's array is never written
 
 
@@ -216,23 +217,32 @@ def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch
 
 # (dtype, bytes past the boundary, image height: a shape of its own, so each case traces afresh)
 READ_IN_PLACE = [(np.uint8, 1, 601), (np.uint8, 16, 602), (np.uint8, 48, 603), (np.uint16, 2, 604),
-                 (np.uint16, 32, 605)]
+                 (np.uint16, 32, 605), (np.float32, 16, 606), (np.float32, 4, 607), (np.float16, 2, 608),
+                 (np.float32, 48, 609)]
+
+
+def random_image(rng, shape, dtype):
+    """Random values over the dtype's image range (integers: all of it; floats: [0, 1))."""
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, np.iinfo(dtype).max, shape, dtype=dtype)
+    return rng.random(shape, dtype=np.float32).astype(dtype)
 
 
 @pytest.mark.parametrize("dtype, skew, height", READ_IN_PLACE)
-def test_misaligned_integer_input_is_read_in_place(dtype, skew, height, monkeypatch, compilations):
+def test_misaligned_input_is_read_in_place(dtype, skew, height, monkeypatch, compilations):
     """No staging copy: the program reads a flat view from the boundary before the data,
-    and the pixels are those of the same image on the device, for the filters, their
-    unsharp stage and a pipeline; a second call does not compile; the caller's array is
-    never written."""
-    clean = np.random.default_rng(skew).integers(0, np.iinfo(dtype).max, (height, 800, 3), dtype=dtype)
+    and the pixels are those of the same image on the device, for the filters (sigma = 3:
+    its rows pass in two loops), their unsharp stage and a pipeline; a second call does
+    not compile; the caller's array is never written."""
+    clean = random_image(np.random.default_rng(skew), (height, 800, 3), dtype)
     source = misaligned(clean, skew)
     before = source.copy()
     views = []
     real = buffers.from_flat
     monkeypatch.setattr(buffers, "from_flat", lambda image, view: views.append(view) or real(image, view))
     calls = [lambda x: imgproc.gaussian_blur(x, 1.5), lambda x: imgproc.box_blur(x, 5),
-             lambda x: imgproc.unsharp_mask(x, sigma=2.0), imgproc.presets.denoise()]
+             lambda x: imgproc.gaussian_blur(x, 3.0), lambda x: imgproc.unsharp_mask(x, sigma=2.0),
+             imgproc.presets.denoise()]
     buffers.release()
     for call in calls:
         views.clear()
@@ -252,17 +262,19 @@ MEDIAN_READ_IN_PLACE = [("HWC", (301, 90, 3), np.uint8, 16, 3, "nearest"), ("HW"
                         ("NHWC", (1, 303, 90, 3), np.uint16, 32, 3, "mirror"),
                         ("NHWC", (2, 304, 90, 3), np.uint8, 16, 3, "reflect"),
                         ("CHW", (3, 305, 90), np.uint8, 32, 5, "constant"),
-                        ("NCHW", (2, 3, 306, 90), np.uint16, 2, 3, "wrap")]
+                        ("NCHW", (2, 3, 306, 90), np.uint16, 2, 3, "wrap"),
+                        ("HWC", (1001, 90, 3), np.float32, 16, 3, "reflect"),
+                        ("NHWC", (1, 1002, 90, 3), np.float16, 6, 5, "nearest")]
 
 
 @pytest.mark.parametrize("layout, shape, dtype, skew, size, mode", MEDIAN_READ_IN_PLACE)
-def test_the_median_reads_misaligned_integer_input_in_place(layout, shape, dtype, skew, size, mode, monkeypatch):
+def test_the_median_reads_misaligned_input_in_place(layout, shape, dtype, skew, size, mode, monkeypatch):
     """The median's program takes the flat view itself (its conditional's operand: given
     the slice, XLA copied it), in every layout; the pixels are scipy's, the caller's array
     is never written."""
     from imgproc import restoration
 
-    clean = np.random.default_rng(skew).integers(0, np.iinfo(dtype).max, shape, dtype=dtype)
+    clean = random_image(np.random.default_rng(skew), shape, dtype)
     source = misaligned(clean, skew)
     before = source.copy()
     views = []
@@ -272,7 +284,9 @@ def test_the_median_reads_misaligned_integer_input_in_place(layout, shape, dtype
     assert views == [(skew // clean.itemsize, shape)]
     axes = [layout.index("H"), layout.index("W")]
     planes = np.moveaxis(clean, axes, [-2, -1])
-    filtered = [ndi.median_filter(p, size, mode=mode) for p in planes.reshape(-1, *planes.shape[-2:])]
+    # scipy takes no float16: the median is one of the values, exact in float32
+    wide = planes.astype(np.float32) if dtype == np.float16 else planes
+    filtered = [ndi.median_filter(p, size, mode=mode).astype(dtype) for p in wide.reshape(-1, *planes.shape[-2:])]
     ref = np.moveaxis(np.stack(filtered).reshape(planes.shape), [-2, -1], axes)
     np.testing.assert_array_equal(out, ref)
     np.testing.assert_array_equal(source, before)
@@ -295,10 +309,12 @@ def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(mo
 
 
 def test_what_is_not_read_in_place_is_staged(image):
-    """A float image is copied while it is checked; an integer one at an odd byte, or
-    not C-contiguous, has no flat view and is copied too; the values are right."""
+    """A float64 image is copied while it is checked (JAX converts it: a copy anyway); an
+    integer one at an odd byte, or not C-contiguous, has no flat view and is copied too;
+    the values are right."""
     buffers.release()
-    assert buffers.aligned_flat_view(misaligned(image, 16)) is None
+    assert buffers.aligned_flat_view(misaligned(image.astype(np.float64), 16)) is None
+    assert buffers.aligned_flat_view(misaligned(image, 16)) is not None
     wide = np.random.default_rng(3).integers(0, 65535, (600, 800, 3), dtype=np.uint16)
     odd = misaligned(wide, 1)
     assert not odd.flags.aligned and buffers.aligned_flat_view(odd) is None
@@ -359,3 +375,17 @@ def test_the_command_stacks_its_batches_into_aligned_memory():
     assert traces[1:] == traces[:1] * 3  # one program (its traces all made by the first batch)
     staged = [shape for shape, _ in buffers.kept(staging=True)]
     assert (2, 400, 500, 3) in staged
+
+
+def test_a_float_image_read_in_place_is_still_checked():
+    """Read where it is, a float image still gets its finite and range check (without a
+    copy): one ValueError naming the first bad position."""
+    clean = np.random.default_rng(11).random((500, 700, 3), dtype=np.float32)
+    for bad, match in ((np.nan, r"NaN or infinity \(first at index \(123, 45, 1\)\)"), (3e6, r"beyond the allowed")):
+        source = misaligned(clean, 16)
+        source[123, 45, 1] = bad
+        assert buffers.aligned_flat_view(source) is not None
+        with pytest.raises(ValueError, match=match):
+            imgproc.gaussian_blur(source, 1.0)
+        with pytest.raises(ValueError, match=match):
+            imgproc.presets.denoise()(source)
