@@ -3,10 +3,10 @@ for the command line (JAX's persistent compilation cache).
 
 The ``imgproc`` command compiles its pipeline on first use; with the cache, a second
 run on an image of a size it has met (its exact size, or its size bucket: ``Pipeline``'s
-``bucket="auto"``) loads the compiled program from disk instead of compiling it again. The cache lives in the user's cache folder,
-``$XDG_CACHE_HOME/imgproc/jax`` (default ``~/.cache/imgproc/jax``), created private
-(mode 0700). ``IMGPROC_CACHE_DIR`` overrides the folder; ``IMGPROC_CACHE_DIR=off``
-disables the cache. Library users opt in by calling :func:`enable_compilation_cache`.
+``bucket="auto"``) loads the compiled program from disk instead of compiling it again.
+The cache lives in the user's cache folder, ``$XDG_CACHE_HOME/imgproc/jax`` (default
+``~/.cache/imgproc/jax``), created private (mode 0700). ``IMGPROC_CACHE_DIR`` overrides
+the folder; ``IMGPROC_CACHE_DIR=off`` disables the cache. Library users opt in by calling :func:`enable_compilation_cache`.
 """
 
 from __future__ import annotations

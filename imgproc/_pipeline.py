@@ -45,7 +45,7 @@ from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
 from imgproc._validate import LAYOUT_NDIM, check_choice, check_key, check_layout, check_number
 from imgproc.augment._targets import check_targets, move_targets, target_rules
 
-__all__ = ["BUCKET_CHOICES", "Pipeline", "register_op", "registered_ops"]
+__all__ = ["Pipeline", "register_op", "registered_ops"]
 
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
 
