@@ -8,6 +8,7 @@ a device are not inspected, so dispatch stays asynchronous.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -21,7 +22,7 @@ __all__ = ["HOST_ALIGNMENT", "check_finite", "check_image", "host_aligned"]
 DEFAULT_MAX_ABS = 1e6
 
 
-def check_image(image, layout, *, read_in_place=False):
+def check_image(image, layout, *, read_in_place=False, check_later=False):
     """Validate an image argument of any public op; returns ``(array, layout)``: dtype in the
     allowed list, ``layout`` valid for its ndim (or inferred; a channel-first-looking array
     without ``layout`` warns, :class:`imgproc.errors.LayoutWarning`), no empty axis, and (host
@@ -29,16 +30,32 @@ def check_image(image, layout, *, read_in_place=False):
 
     NumPy data comes back aligned (:func:`host_aligned`); with ``read_in_place`` (the
     caller hands it to an :class:`imgproc._output_buffers.IntoBuffer` program, which reads
-    a misaligned array in place itself), such an array comes back as it is (checked)."""
+    a misaligned array in place itself), such an array comes back as it is (checked).
+
+    With ``check_later`` (and ``read_in_place``) it returns ``(array, layout, finish)``: an
+    array read where it is, without a copy, is not checked for finite values and range
+    here but by ``finish()``, which the caller calls right after dispatching its program
+    and before it hands the result over, so that the check runs while the program
+    computes and a bad image still raises instead of giving a result (benchmarks/NOTES.md,
+    "Misaligned input read in place"). An array that is copied is checked in the copy, and
+    ``finish()`` does nothing."""
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         image = np.asarray(image)
     check_dtype(image.dtype)
     layout = check_layout(layout, image.ndim, image.shape)
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
+    finish = _nothing
     if isinstance(image, np.ndarray):
-        image = host_aligned(image, check=True, copy=not read_in_place)
-    return image, layout
+        if check_later and read_in_place and _stays_in_place(image, copy=False):
+            finish = functools.partial(_check_in_place, image)
+        else:
+            image = host_aligned(image, check=True, copy=not read_in_place)
+    return (image, layout, finish) if check_later else (image, layout)
+
+
+def _nothing():
+    return None
 
 
 CHUNK_BYTES = 1 << 18  # copied and checked while it is in the core's cache
@@ -61,19 +78,30 @@ def host_aligned(array: np.ndarray, *, check: bool = False, copy: bool = True) -
     (benchmarks/NOTES.md, "Scratch and staging written again"). The caller's array is never
     written.
     Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
-    aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
-    check = check and _is_float(array.dtype) and array.size > 0
-    read_at_skew = not copy and flat_view_offset(array) is not None
-    if array.nbytes < (1 << 20) or aligned or read_at_skew or not _on_cpu():
+    if _stays_in_place(array, copy=copy):
         if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
-            _raise_unless_finite(array, *_copy_min_max(array, None))
+            _check_in_place(array)
         return array
+    check = check and _is_float(array.dtype) and array.size > 0
     out = host_buffer(array.shape, array.dtype)
     if not check:
         np.copyto(out, array)
         return out
     _raise_unless_finite(array, *_copy_min_max(array, out))
     return out
+
+
+def _stays_in_place(array: np.ndarray, *, copy: bool) -> bool:
+    """Whether :func:`host_aligned` returns ``array`` itself (no copy to make)."""
+    aligned = array.flags.c_contiguous and array.ctypes.data % HOST_ALIGNMENT == 0
+    read_at_skew = not copy and flat_view_offset(array) is not None
+    return array.nbytes < (1 << 20) or aligned or read_at_skew or not _on_cpu()
+
+
+def _check_in_place(array: np.ndarray) -> None:
+    """:func:`check_finite` of a float ``array`` in one chunked pass on the cores, no copy."""
+    if _is_float(array.dtype) and array.size > 0:
+        _raise_unless_finite(array, *_copy_min_max(array, None))
 
 
 def _on_cpu() -> bool:

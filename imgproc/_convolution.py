@@ -340,11 +340,15 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
 
 def apply_plan(image, plan, *, mode, cval, layout, hints=None):
     """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
-    image, layout = check_image(image, layout, read_in_place=True)  # the stage is an IntoBuffer program
+    # the stage is an IntoBuffer program; a NumPy image it reads where it is is checked
+    # while the program computes, before the result is handed over
+    image, layout, finish_check = check_image(image, layout, read_in_place=True, check_later=True)
     mode = check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}
-    return apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)
+    out = apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)
+    finish_check()
+    return out
 
 
 def _filter(image, kernel, *, mode, cval, layout, method, hints, terms=None):

@@ -378,14 +378,37 @@ def test_the_command_stacks_its_batches_into_aligned_memory():
 
 
 def test_a_float_image_read_in_place_is_still_checked():
-    """Read where it is, a float image still gets its finite and range check (without a
-    copy): one ValueError naming the first bad position."""
+    """Read where it is (misaligned through its flat view, or aligned), a float image still
+    gets its finite and range check (without a copy): one ValueError naming the first bad
+    position, for the filters (checked while their program computes) and a pipeline."""
     clean = np.random.default_rng(11).random((500, 700, 3), dtype=np.float32)
+    calls = [lambda x: imgproc.gaussian_blur(x, 1.0), lambda x: imgproc.box_blur(x, 5),
+             lambda x: imgproc.correlate(x, np.ones((3, 3), np.float32)), imgproc.presets.denoise()]
     for bad, match in ((np.nan, r"NaN or infinity \(first at index \(123, 45, 1\)\)"), (3e6, r"beyond the allowed")):
-        source = misaligned(clean, 16)
-        source[123, 45, 1] = bad
-        assert buffers.aligned_flat_view(source) is not None
-        with pytest.raises(ValueError, match=match):
-            imgproc.gaussian_blur(source, 1.0)
-        with pytest.raises(ValueError, match=match):
-            imgproc.presets.denoise()(source)
+        for source in (misaligned(clean, 16), misaligned(clean, 0)):
+            source[123, 45, 1] = bad
+            before = source.copy()
+            for call in calls:
+                with pytest.raises(ValueError, match=match):
+                    call(source)
+            np.testing.assert_array_equal(source, before)
+
+
+def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
+    """The filters dispatch their program first and check a NumPy image read in place
+    after (the check overlaps the computation); the result is handed over only after the
+    check, and an image that is copied is checked in the copy, before the program."""
+    from imgproc import _checks, _convolution
+
+    order = []
+    dispatch, check = _convolution.apply_stage, _checks._check_in_place
+    monkeypatch.setattr(_convolution, "apply_stage", lambda *a, **k: order.append("dispatch") or dispatch(*a, **k))
+    monkeypatch.setattr(_checks, "_check_in_place", lambda a: order.append("check") or check(a))
+    clean = np.random.default_rng(12).random((500, 700, 3), dtype=np.float32)
+    out = imgproc.gaussian_blur(misaligned(clean, 16), 1.0)
+    assert order == ["dispatch", "check"]
+    np.testing.assert_allclose(out, ndi.gaussian_filter(clean, (1.0, 1.0, 0)), atol=1e-5)
+    order.clear()
+    strided = misaligned(np.repeat(clean, 2, axis=1), 16)[:, ::2]  # no flat view: copied, checked in the copy
+    np.testing.assert_array_equal(imgproc.gaussian_blur(strided, 1.0), out)
+    assert order == ["dispatch"]
