@@ -278,12 +278,17 @@ class Pipeline:
         if self.bucket is True:
             return True
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
-        bucket = (layout, tuple(_execution.bucket_size(n + 2 * self._reach) for n in true_hw))
+        bucket = (layout, self._bucket_sides(true_hw))
         return self._first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
 
     @property
     def _reach(self) -> int:
         return max(self.radii, default=0)
+
+    def _bucket_sides(self, true_hw) -> tuple[int, ...]:
+        """The spatial sides of the size bucket of an image of sides ``true_hw``: each
+        side with the reach on both ends, rounded up (:func:`imgproc._execution.bucket_size`)."""
+        return tuple(_execution.bucket_size(n + 2 * self._reach) for n in true_hw)
 
     def _bucketed(self, images, layout):
         axes = spatial_axes(layout)
@@ -291,8 +296,8 @@ class Pipeline:
         reach = self._reach
         pads = [(0, 0)] * images.ndim
         crop = [slice(None)] * images.ndim
-        for a, n in zip(axes, true_hw):
-            pads[a] = (reach, _execution.bucket_size(n + 2 * reach) - n - reach)
+        for a, n, side in zip(axes, true_hw, self._bucket_sides(true_hw)):
+            pads[a] = (reach, side - n - reach)
             crop[a] = slice(reach, reach + n)
         padded = _zero_padded(np.asarray(images), pads)
         true = jnp.asarray(true_hw, jnp.int32)
