@@ -24,11 +24,12 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     each separable term as one fused Pallas (Mosaic GPU) kernel that keeps a tile and its
     halo in shared memory for both passes (:mod:`imgproc._pallas`); concrete weights only.
     Natively on a CUDA GPU; elsewhere in Pallas's GPU interpret mode (slow: for tests).
-    Not picked by ``"auto"`` (not yet timed on a GPU).
 ``"auto"``
-    ``"separable"`` when the kernel is separable (rank 1), or a centre weight plus a
-    rank-1 kernel (the sharpen); otherwise ``"direct"`` on CPU and
-    ``"conv"`` on GPU/TPU (why: benchmarks/NOTES.md, "Lowering choices").
+    for a kernel that is separable (rank 1), or a centre weight plus a rank-1 kernel (the
+    sharpen): ``"separable"`` on CPU and TPU, and on a GPU ``"pallas"`` when the weights are
+    concrete and a tile of the image's channels fits (else ``"separable"``); otherwise
+    ``"direct"`` on CPU and ``"conv"`` on GPU/TPU (why: benchmarks/NOTES.md, "Lowering
+    choices" and "GPU").
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ from imgproc._arrays import (
 from imgproc._boundary import pad_bhwc
 from imgproc._checks import check_image
 from imgproc._output_buffers import IntoBuffer
-from imgproc._pallas import correlate_fused, runs_natively
-from imgproc._separable import centre_weight, correlate_direct, correlate_separable as _correlate_passes
+from imgproc._pallas import correlate_fused, fits, runs_natively
+from imgproc._separable import _concrete, centre_weight, correlate_direct, correlate_separable as _correlate_passes
 from imgproc._stages import NO_HINTS
 from imgproc._validate import METHODS, check_method, check_mode, is_traced
 # "auto": separable passes for kernels with one term that needs passes (rank 1, or a centre
@@ -60,7 +61,11 @@ from imgproc._validate import METHODS, check_method, check_mode, is_traced
 # one direct 2-D pass on CPU (benchmarks/NOTES.md).
 MAX_SEPARABLE_TERMS = 1
 # the lowerings that run a kernel as its separable terms
-TERM_METHODS = ("separable", "pallas")
+TERM_METHODS = ("separable", "pallas", "pallas-if-it-fits")
+# What ``auto`` plans on a GPU for a concrete kernel of one separable term: the fused Pallas
+# kernel when a tile of the image's channels fits (known when the stage is traced), else
+# the separable passes. Never a user's choice (not in METHODS); the same pixels either way.
+FUSED_IF_IT_FITS = "pallas-if-it-fits"
 _HIGHEST = lax.Precision.HIGHEST
 
 
@@ -120,6 +125,19 @@ def _convolve2d(x, k, mode, cval):
     return jnp.moveaxis(conv(planes).reshape(b, c, h, w), 1, 3)
 
 
+def _fused_fits(x, terms) -> bool:
+    """Whether every term of ``terms`` that needs passes has a Pallas tile on ``x``'s
+    channels (:func:`imgproc._pallas.fits`), with concrete weights and float32 ``x``."""
+    if x.dtype != jnp.float32:
+        return False
+    for col, row in terms:
+        if centre_weight(col, row) is None:
+            c, r = _concrete(col), _concrete(row)
+            if c is None or r is None or not fits(c.size // 2, r.size // 2, x.shape[-1]):
+                return False
+    return True
+
+
 def _separable(x, terms, mode, cval, in_place, *, fused=False):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes."""
@@ -147,6 +165,8 @@ def run_lowering(x, plan, mode, cval, *, in_place=False):
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
     feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
     method, kernel, terms = plan
+    if method == FUSED_IF_IT_FITS:
+        return _separable(x, terms, mode, cval, in_place, fused=_fused_fits(x, terms))
     if method in TERM_METHODS:
         return _separable(x, terms, mode, cval, in_place, fused=method == "pallas")
     if method == "direct":
@@ -239,8 +259,10 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
       shifted sums (stand-alone it is much slower, so only there; benchmarks/NOTES.md,
       "Augmentation on CPU");
     * kernels of one term that needs passes (rank 1, or a centre weight plus rank 1, whose
-      centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes everywhere
-      (fastest on CPU and on an H100);
+      centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes on CPU and
+      TPU (fastest on CPU); on a GPU as the fused Pallas kernel where its tile fits the
+      image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; 1.6-3.3x the
+      passes' speed on an H200, benchmarks/NOTES.md "GPU"), else as the passes;
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     cpu = (backend or jax.default_backend()) == "cpu"
@@ -249,6 +271,8 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
             return "separable"
         if taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
             return "convolve2d"
+    if n_terms == 1 and (backend or jax.default_backend()) == "gpu":
+        return FUSED_IF_IT_FITS
     if n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS:
         return "separable"
     return "direct" if cpu else "conv"
@@ -326,6 +350,8 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
         method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
                              in_loop=(hints or NO_HINTS).in_loop)
+        if method == FUSED_IF_IT_FITS and any(_concrete(w) is None for term in terms for w in term):
+            method = "separable"  # the kernel compiles its weights in
     if method in TERM_METHODS and terms is None:
         raise ValueError(
             f"method={method!r} needs a concrete kernel (or its separable terms) to factor; "

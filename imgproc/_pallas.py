@@ -23,8 +23,11 @@ pairs share a multiply, as in :mod:`imgproc._separable`), so the weights must be
 On a CUDA GPU the kernel runs natively; on every other backend it runs in Pallas's GPU
 interpret mode, which simulates the shared memory, the TMA copies and the barriers on the
 host: the same kernel, slow, for testing (tests/test_filters.py runs the shared parity
-table through it). ``auto`` does not pick this lowering: it has not been timed on a GPU
-yet (benchmarks/NOTES.md, "GPU").
+table through it). ``auto`` picks this lowering on a GPU for a concrete kernel of one
+separable term where a tile fits (:func:`fits`): on an H200 it took 0.28 ms against the
+XLA passes' 0.45 at sigma = 1 and 0.57 against 1.88 at sigma = 3 (256x224x224x3 float32,
+benchmarks/RESULTS_GPU.md); the tile of 16 rows by 128 values was the fastest of six at both
+sigmas (benchmarks/gpu_pallas.py, benchmarks/NOTES.md "GPU").
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from imgproc._separable import _concrete, _terms_1d
 
 # Output tile: rows, and values of the (W * C) axis. TMA copies move at most TMA_BOX
 # elements along each axis and a multiple of 128 bytes; shared memory holds SMEM_FLOATS.
-TILE_ROWS = 32
-TILE_COLS = 128
+TILE_ROWS = 16
+TILE_COLS = 224
 TMA_BOX = 256
 _ALIGN = 32  # float32 values: 128 bytes
 SMEM_FLOATS = 200 * 1024 // 4
@@ -52,19 +55,31 @@ def _round_up(n: int, m: int) -> int:
 def tile_shape(ry: int, rx: int, channels: int) -> tuple[int, int, int]:
     """``(rows, cols, width)``: the output tile (``rows`` by ``cols`` values of the ``W * C``
     axis) and its input tile's width (``cols`` plus the halo, a multiple of 128 bytes), for a
-    kernel of radii ``ry`` x ``rx`` on ``channels`` interleaved channels. Fewer rows when the
-    halo would not fit one TMA copy or shared memory; ``ValueError`` when none fit."""
+    kernel of radii ``ry`` x ``rx`` on ``channels`` interleaved channels. The widest tile
+    (up to ``TILE_COLS``) that fits, with fewer rows when the halo would not fit one TMA copy
+    or shared memory, then narrower tiles (a tall kernel); ``ValueError`` when none fit."""
     halo_x = 2 * rx * channels
-    cols = min(TILE_COLS, TMA_BOX - _round_up(halo_x, _ALIGN))
-    width = _round_up(cols + halo_x, _ALIGN)
-    for rows in (TILE_ROWS, TILE_ROWS // 2, TILE_ROWS // 4):
-        in_rows = rows + 2 * ry
-        if cols >= _ALIGN and in_rows <= TMA_BOX and in_rows * width + rows * (width + cols) <= SMEM_FLOATS:
-            return rows, cols, width
+    widest = min(TILE_COLS, TMA_BOX - _round_up(halo_x, _ALIGN))
+    for cols in dict.fromkeys(c for c in (widest, 128, 64, _ALIGN) if _ALIGN <= c <= widest):
+        width = _round_up(cols + halo_x, _ALIGN)
+        for rows in (TILE_ROWS, TILE_ROWS // 2, TILE_ROWS // 4):
+            in_rows = rows + 2 * ry
+            if in_rows <= TMA_BOX and in_rows * width + rows * (width + cols) <= SMEM_FLOATS:
+                return rows, cols, width
     raise ValueError(
         f"method='pallas' needs a tile and its halo to fit one TMA copy (at most {TMA_BOX} rows and "
         f"{TMA_BOX} values of W x C) and {SMEM_FLOATS * 4 // 1024} KiB of shared memory; a kernel of "
         f"radius {ry} x {rx} on {channels} channel(s) does not: use method='separable'")
+
+
+def fits(ry: int, rx: int, channels: int) -> bool:
+    """Whether :func:`tile_shape` finds a tile for these radii and channels (``auto`` then
+    picks this lowering on a GPU; otherwise it takes the separable passes)."""
+    try:
+        tile_shape(ry, rx, channels)
+    except ValueError:
+        return False
+    return True
 
 
 def _weighted_sum(load, taps):
@@ -146,4 +161,4 @@ def correlate_fused(x, col, row, *, mode: str, cval, interpret: bool):
     return out[:, :h, : w * ch].reshape(b, h, w, ch)
 
 
-__all__ = ["correlate_fused", "runs_natively", "tile_shape"]
+__all__ = ["correlate_fused", "fits", "runs_natively", "tile_shape"]

@@ -221,7 +221,8 @@ def test_auto_plan_on_this_backend():
 
 @pytest.mark.parametrize("backend, n_terms, expected", [
     ("cpu", 1, "separable"), ("cpu", 2, "direct"), ("cpu", None, "direct"),
-    ("gpu", 1, "separable"), ("gpu", 2, "conv"), ("gpu", None, "conv"), ("tpu", 2, "conv"),
+    ("gpu", 1, "pallas-if-it-fits"), ("gpu", 2, "conv"), ("gpu", None, "conv"), ("tpu", 2, "conv"),
+    ("tpu", 1, "separable"),
 ])
 def test_auto_method_per_backend(backend, n_terms, expected):
     from imgproc._convolution import auto_method
@@ -233,7 +234,7 @@ def test_auto_method_per_backend(backend, n_terms, expected):
 @pytest.mark.parametrize("backend, n_terms, taps, expected", [
     ("cpu", 1, 25, "separable"), ("cpu", 2, 9, "separable"), ("cpu", 3, 9, "convolve2d"),
     ("cpu", None, 25, "convolve2d"), ("cpu", 1, 49, "separable"), ("cpu", 3, 49, "direct"), ("gpu", 2, 25, "conv"),
-    ("gpu", 1, 25, "separable"),
+    ("gpu", 1, 25, "pallas-if-it-fits"),
 ])
 def test_auto_method_in_image_loop(backend, n_terms, taps, expected):
     """One image at a time inside a lax.map on CPU: kernels of one or two separable terms

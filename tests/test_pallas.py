@@ -97,9 +97,11 @@ def test_lowers_for_cuda_without_a_gpu(sigma, shape):
 
 
 @pytest.mark.parametrize("ry, rx, channels, expected", [
-    (1, 1, 3, (32, 128, 160)), (12, 12, 3, (32, 128, 224)), (36, 36, 3, (32, 32, 256)),
-    (2, 2, 1, (32, 128, 160)), (100, 1, 1, (32, 128, 160)), (115, 1, 1, (16, 128, 160)),
-    (80, 36, 3, (16, 32, 256)),
+    (1, 1, 3, (16, 224, 256)), (12, 12, 3, (16, 160, 256)), (36, 36, 3, (16, 32, 256)),
+    (2, 2, 1, (16, 224, 256)), (40, 1, 1, (16, 224, 256)),
+    # tall kernels: the 256-wide input tile would overflow shared memory, a narrower one fits
+    (120, 1, 1, (16, 128, 160)), (121, 1, 1, (8, 128, 160)),
+    (80, 36, 3, (16, 32, 256)), (90, 36, 3, (8, 32, 256)),
 ])
 def test_tile_shape(ry, rx, channels, expected):
     rows, cols, width = _pallas.tile_shape(ry, rx, channels)
@@ -128,3 +130,34 @@ def test_pipeline_stage_takes_the_lowering(rng):
     fused = imgproc.Pipeline([dict(s, method="pallas") for s in spec])
     np.testing.assert_allclose(np.asarray(fused(x)), np.asarray(imgproc.Pipeline(spec)(x)), atol=2e-6)
     assert imgproc.Pipeline.from_spec(fused.to_spec()).to_spec() == fused.to_spec()
+
+
+def test_auto_on_a_gpu_plans_the_fused_kernel_only_for_concrete_weights(monkeypatch):
+    """``auto`` on a GPU plans "pallas-if-it-fits" for one separable term; traced weights
+    (a random blur's sigma) cannot be compiled into the kernel, so they plan the passes."""
+    from imgproc import _convolution
+
+    assert _convolution.auto_method(1, "gpu") == _convolution.FUSED_IF_IT_FITS
+    monkeypatch.setattr(_convolution, "auto_method", lambda *a, **k: _convolution.FUSED_IF_IT_FITS)
+    assert _convolution.plan_lowering(imgproc.kernels.gaussian(1.0))[0] == _convolution.FUSED_IF_IT_FITS
+    planned = []
+    jax.jit(lambda s: planned.append(_convolution.plan_lowering(None, terms=[(s * jnp.ones(3), jnp.ones(3))])[0]))(1.0)
+    assert planned == ["separable"]
+
+
+@pytest.mark.parametrize("channels, sigma, fused", [(3, 1.0, True), (1, 3.0, True), (40, 1.0, False), (3, 20.0, False)])
+def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(monkeypatch, rng, channels, sigma, fused):
+    """The fit depends on the image's channels, known when the stage is traced: where no
+    tile fits, the planned "pallas-if-it-fits" runs the separable passes (same pixels)."""
+    from imgproc import _convolution
+
+    calls = []
+    real = _convolution.correlate_fused
+    monkeypatch.setattr(_convolution, "correlate_fused", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = rng.random((1, 30, 34, channels), dtype=np.float32)
+    col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
+    terms = ((col, row),)
+    got = _convolution.run_lowering(jnp.asarray(x), (_convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0)
+    assert bool(calls) == fused
+    want = _convolution.run_lowering(jnp.asarray(x), ("separable", None, terms), "reflect", 0.0)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
