@@ -514,14 +514,19 @@ def _parts(x, h, w, geom, threads):
 # How many reference blocks times channels one chunk holds by default on CPU: 256 keeps a
 # chunk's groups (chunk_refs * 16 blocks * channels * 64 values, float32) near 1 MB, inside a
 # core's 2 MB L2 cache; 1024 blocks of 3 channels (12 MB a stage intermediate) ran 1.3-1.6x
-# slower (benchmarks/NOTES.md "BM3D"). Other backends keep 1024 reference blocks a chunk.
+# slower (benchmarks/NOTES.md "BM3D"). On a GPU a step of the loop is a few dozen kernel
+# launches whatever its size, so a chunk holds many more: a 12-megapixel colour photo took
+# 0.90 s at 1024 references a chunk, 0.36 s at 8192 and 0.35 s at 65536 (H200,
+# benchmarks/RESULTS_GPU_DENOISE.md); 8192 keeps a stage's groups near 100 MB.
 CPU_CHUNK_BLOCKS = 256
+ACCELERATOR_CHUNK_REFS = 8192
 
 
-def _default_chunk_refs(channels):
-    """The default ``chunk_refs`` for images of ``channels`` channels (3: opponent colour)."""
-    if jax.default_backend() != "cpu":
-        return 1024
+def _default_chunk_refs(channels, backend=None):
+    """The default ``chunk_refs`` for images of ``channels`` channels (3: opponent colour)
+    on ``backend`` (default: the current one)."""
+    if (backend or jax.default_backend()) != "cpu":
+        return ACCELERATOR_CHUNK_REFS
     return max(1, CPU_CHUNK_BLOCKS // channels)
 
 
@@ -596,8 +601,9 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       chunk_refs: about how many reference blocks one step of the compiled loop handles (a tile
         of the reference grid: whole rows, or pieces of one row when a row holds more).
         ``None`` (default): on CPU 256 for grey and 85 for colour (about 1 MB of groups a
-        stage step, inside a core's L2 cache; ``benchmarks/NOTES.md`` "BM3D"); 1024 on other
-        backends. The result does not depend on it (up to float rounding).
+        stage step, inside a core's L2 cache; ``benchmarks/NOTES.md`` "BM3D"); 8192 on other
+        backends (fewer, larger steps of the loop on a GPU). The result does not depend on
+        it (up to float rounding).
 
     Returns:
       The denoised image: same shape, layout and dtype (integers rounded and saturated once).

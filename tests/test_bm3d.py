@@ -182,7 +182,8 @@ def test_column_tiles_equal_whole_rows(threads):
 def test_default_chunk_holds_about_256_blocks_times_channels_on_cpu():
     from imgproc._bm3d import _default_chunk_refs
 
-    assert (_default_chunk_refs(1), _default_chunk_refs(3)) == (256, 85)
+    assert (_default_chunk_refs(1, "cpu"), _default_chunk_refs(3, "cpu")) == (256, 85)
+    assert _default_chunk_refs(3, "gpu") == _default_chunk_refs(1, "tpu") == 8192
 
 
 @pytest.mark.parametrize("stage, rematch", [("both", False), ("both", True), ("hard", False)])
