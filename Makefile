@@ -34,10 +34,12 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
 
 # On a machine with an NVIDIA GPU: installs jax[cuda12] and torchvision into .venv, writes
-# benchmarks/RESULTS_GPU.md; the next `make bench` copies it into RESULTS.md.
+# benchmarks/RESULTS_GPU.md and RESULTS_GPU_DENOISE.md; the next `make bench` copies them
+# into RESULTS.md. (A machine whose python3 already has them, offline: benchmarks/gpu_all.sh.)
 bench-gpu: $(VENV)/.installed-bench
 	$(PIP) install --quiet "jax[cuda12]" torch torchvision
 	$(PY) benchmarks/gpu.py
+	$(PY) benchmarks/gpu_denoise.py --out benchmarks/RESULTS_GPU_DENOISE.md
 
 # Loader fuzzing (atheris), 10 minutes; not part of `make test`.
 fuzz: $(VENV)/.installed

@@ -64,8 +64,9 @@ def noisy_versions(clean, seed):
     return out
 
 
-def methods():
-    """name -> fn(noisy uint8, sigma or None) -> uint8. sigma None: the method estimates."""
+def methods(references=True):
+    """name -> fn(noisy uint8, sigma or None) -> uint8. sigma None: the method estimates.
+    ``references=False``: imgproc's methods only (the GPU table, benchmarks/gpu_denoise.py)."""
     import cv2
     import jax
     import skimage.restoration as skr
@@ -104,6 +105,14 @@ def methods():
             x, win_size=5, sigma_color=2 * est(x, s) / 255, sigma_spatial=2.0, channel_axis=-1 if colour(x) else None)),
     }
     try:
+        from imgproc._bm3d import bm3d as ours  # arrives with the BM3D work
+
+        m["imgproc bm3d"] = jx(lambda x, s: ours(x, sigma=s))
+    except ImportError:
+        m["imgproc bm3d: not in this build (imgproc._bm3d missing)"] = None
+    if not references:
+        return {k: v for k, v in m.items() if k.startswith("imgproc")}
+    try:
         import pywt  # noqa: F401
 
         m["skimage denoise_wavelet (BayesShrink)"] = f01(lambda x, s: skr.denoise_wavelet(
@@ -118,23 +127,17 @@ def methods():
             0, 255).astype(np.uint8)
     except Exception as e:  # noqa: BLE001 - the column is skipped, and the table says why
         m[f"bm3d package: not run ({type(e).__name__}: {e})"] = None
-    try:
-        from imgproc._bm3d import bm3d as ours  # arrives with the BM3D work
-
-        m["imgproc bm3d"] = jx(lambda x, s: ours(x, sigma=s))
-    except ImportError:
-        m["imgproc bm3d: not in this build (imgproc._bm3d missing)"] = None
     return m
 
 
-def run_section(quick=False, log=print):
+def quality_rows(data, cases, method_table, log=print):
+    """The table's header and rows (PSNR / SSIM per noise, ms/MP) for ``method_table``
+    (:func:`methods`) on ``cases`` (image name -> :func:`noisy_versions`)."""
     import imgproc
 
-    data = images(quick)
-    cases = {name: noisy_versions(clean, seed) for seed, (name, clean) in enumerate(data.items())}
     noise_names = list(next(iter(cases.values())))
     table, times = {}, {}
-    for mname, fn in methods().items():
+    for mname, fn in method_table.items():
         if fn is None:
             table[mname] = None
             continue
@@ -159,10 +162,7 @@ def run_section(quick=False, log=print):
     noisy_row = {n: tuple(np.mean([(imgproc.psnr(data[i], c[n][0]),
                                     imgproc.ssim(data[i], c[n][0], data_range=255, channel_axis=-1 if data[i].ndim == 3 else None))
                                    for i, c in cases.items()], axis=0)) for n in noise_names}
-    lines = [SECTION, "",
-             f"Written by `benchmarks/denoise_quality.py`{' --quick' if quick else ''} (run by `make bench`): "
-             f"images {', '.join(data)} (256x256 crops), the mean over them; ms/MP: median over all calls, warm.", "",
-             "| method | " + " | ".join(noise_names) + " | ms/MP |",
+    lines = ["| method | " + " | ".join(noise_names) + " | ms/MP |",
              "|---|" + "---:|" * (len(noise_names) + 1),
              "| noisy input | " + " | ".join(f"{p:.2f} / {s:.3f}" for p, s in noisy_row.values()) + " | |"]
     for mname, row in table.items():
@@ -171,6 +171,16 @@ def run_section(quick=False, log=print):
             continue
         lines.append(f"| {mname} | " + " | ".join(f"{p:.2f} / {s:.3f}" for p, s in row.values())
                      + f" | {times[mname]:.0f} |")
+    return lines
+
+
+def run_section(quick=False, log=print):
+    data = images(quick)
+    cases = {name: noisy_versions(clean, seed) for seed, (name, clean) in enumerate(data.items())}
+    lines = [SECTION, "",
+             f"Written by `benchmarks/denoise_quality.py`{' --quick' if quick else ''} (run by `make bench`): "
+             f"images {', '.join(data)} (256x256 crops), the mean over them; ms/MP: median over all calls, warm.", ""]
+    lines += quality_rows(data, cases, methods(), log)
     lines += ["", "\\* scikit-image's `denoise_bilateral` builds its spatial Gaussian over a window one "
               "pixel narrower than `win_size` in current releases (0.26), so it is not the same filter as "
               "OpenCV's and imgproc's `bilateral` (which equal each other, tested).",
@@ -223,7 +233,7 @@ def speed_rows(quick=False):
     for case, ours, ref_name, ref in pairs:
         n = 3 if "nl_means" in case else 5
         a, b = best(ours, n), best(ref, n)
-        lines.append(f"| {case} | {a:.1f} | {ref_name} | {b:.1f} | {a / b:.2f}× |")
+        lines.append(f"| {case} | {a:.1f} | {ref_name} | {b:.1f} | {a / b:.3g}× |")
     return lines
 
 

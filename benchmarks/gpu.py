@@ -6,9 +6,9 @@ the same table. Everything is timed in one run, on one batch:
 * **Gaussian blur** (σ = 1, 5×5 and σ = 3, 25×25) on a 256×224×224×3 float32 batch that
   lives on the device: imgproc's shifted-sum lowering (``method="separable"``, the CPU
   default), its single-pass ``method="direct"``, its ``lax.conv_general_dilated`` lowering
-  (``method="conv"``, what ``"auto"`` picks on GPU), its fused Pallas kernel
-  (``method="pallas"``: a tile and its halo in shared memory for both passes; not yet
-  picked by ``"auto"``, which waits for this row) and torchvision's ``gaussian_blur``
+  (``method="conv"``), its fused Pallas kernel (``method="pallas"``: a tile and its halo
+  in shared memory for both passes; what ``"auto"`` picks on a GPU since these rows were
+  first timed, 2026-11-26) and torchvision's ``gaussian_blur``
   (NCHW). With ``--quick`` off a GPU the Pallas row runs in interpret mode (seconds a
   call). Each row gives its achieved bandwidth as a fraction of the device's measured copy
   bandwidth (``y = x + 0`` in JAX). The traffic counted is the ideal one of one blur: one
@@ -76,9 +76,15 @@ def filter_benchmarks(n, calls, repeats, h=224, w=224, c=3):
     copy = jax.jit(lambda a: a + 0)
     blur = Group("gpu_gaussian", f"Gaussian blur, {n}x{h}x{w}x{c} float32 on the device")
     cases = [Case("copy", "copy (x + 0)", lambda: copy(x))]
+    failed = []
     for sigma, size in ((1.0, 5), (3.0, 25)):
         for method in ("separable", "direct", "conv", "pallas", "auto"):
             f = jax.jit(lambda a, m=method, s=sigma, k=size: imgproc.gaussian_blur(a, s, size=k, method=m))
+            try:  # a lowering that does not compile on this device is reported, not fatal
+                jax.block_until_ready(f(x))
+            except Exception as err:  # noqa: BLE001
+                failed.append(f"method={method}, σ={sigma:g}: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
+                continue
             cases.append(Case(f"imgproc_{method}_sigma{sigma:g}", f"imgproc method={method}, σ={sigma:g} ({size}×{size})",
                               lambda f=f: f(x)))
         if torch is not None:
@@ -105,7 +111,7 @@ def filter_benchmarks(n, calls, repeats, h=224, w=224, c=3):
     bandwidth = 2 * x.size * 4 / copy_s
     rows = [dataclasses.replace(r, notes=f"{copy_s / r.seconds:.0%} of copy bandwidth"
                                 + (f" ({bandwidth / 1e9:.0f} GB/s)" if r.name == "copy" else "")) for r in rows]
-    return [blur, denoise], rows
+    return [blur, denoise], rows, failed
 
 
 def augment_benchmarks(n, calls, repeats):
@@ -131,10 +137,18 @@ def augment_benchmarks(n, calls, repeats):
     return [group], time_group(group.id, cases, repeats, calls=calls)
 
 
+def _pallas_tile():
+    from imgproc import _pallas
+
+    return f"{_pallas.TILE_ROWS} rows x {_pallas.TILE_COLS} values of W*C"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(HERE / "RESULTS_GPU.md"))
     parser.add_argument("--quick", action="store_true", help="batch of 8, 3 calls, 2 rounds, on any backend")
+    parser.add_argument("--pallas-tile", default=None, metavar="ROWSxCOLS",
+                        help="the Pallas kernel's output tile (default: imgproc._pallas's TILE_ROWS x TILE_COLS)")
     args = parser.parse_args()
     import jax
 
@@ -142,15 +156,23 @@ def main():
         raise SystemExit("benchmarks/gpu.py needs a GPU backend (jax[cuda]); found " + jax.default_backend())
     n, calls, augment_calls, repeats = (8, 3, 3, 2) if args.quick else (256, 30, 10, 5)
     torch, _ = _torch()
-    groups, rows = filter_benchmarks(n, calls, repeats)
+    if args.pallas_tile:
+        from imgproc import _pallas
+
+        _pallas.TILE_ROWS, _pallas.TILE_COLS = (int(v) for v in args.pallas_tile.split("x"))
+    groups, rows, failed = filter_benchmarks(n, calls, repeats)
     more_groups, more_rows = augment_benchmarks(n, augment_calls, repeats)
     groups, rows = groups + more_groups, rows + more_rows
     text = (
         f"## GPU: {jax.devices()[0].device_kind} (`make bench-gpu`, {datetime.date.today().isoformat()})\n\n"
         f"jax {jax.__version__}" + (f", torch {torch.__version__}" if torch else ", torch not installed")
         + f". Each row: calls issued back to back ({calls}; {augment_calls} for augmentation) and synchronised once,"
-        f" median of {repeats} rounds after a warm-up call, the rows of a group in turns. Augmentation output stays"
-        " on the device (as a training step would use it); \"batch from host memory\" includes the upload.\n\n"
+        f" median of {repeats} rounds after a warm-up call, the rows of a group in turns. Augmentation \"batch from"
+        " device memory\": a jax.Array in and out, the output left on the device (as a training step uses it);"
+        " \"batch from host memory\": NumPy in and NumPy out (imgproc returns the caller's array type), so the row"
+        " includes the upload and the download into pageable host memory.\n\n"
+        + (f"Pallas output tile: {_pallas_tile()}.\n\n")
+        + "".join(f"Not timed (did not run on this device): {f}\n\n" for f in failed)
         + tables(groups, rows, heading="###") + "\n"
     )
     print(text)
