@@ -24,10 +24,9 @@ On a CUDA GPU the kernel runs natively; on every other backend it runs in Pallas
 interpret mode, which simulates the shared memory, the TMA copies and the barriers on the
 host: the same kernel, slow, for testing (tests/test_filters.py runs the shared parity
 table through it). ``auto`` picks this lowering on a GPU for a concrete kernel of one
-separable term where a tile fits (:func:`fits`): on an H200 it took 0.28 ms against the
-XLA passes' 0.45 at sigma = 1 and 0.57 against 1.88 at sigma = 3 (256x224x224x3 float32,
-benchmarks/RESULTS_GPU.md); the tile of 16 rows by 128 values was the fastest of six at both
-sigmas (benchmarks/gpu_pallas.py, benchmarks/NOTES.md "GPU").
+separable term where a tile fits (:func:`fits`): it is 2.5x (sigma = 1) and 4x (sigma = 3)
+faster than the XLA passes on an H200; the tile of 16 rows by 224 values was the fastest of
+ten timed (benchmarks/gpu_pallas.py; the numbers in benchmarks/NOTES.md "GPU").
 """
 
 from __future__ import annotations
