@@ -138,6 +138,26 @@ def _fused_fits(x, terms) -> bool:
     return True
 
 
+def _fused_term(x, cval, col, row, mode):
+    """One term through the fused Pallas kernel, differentiable: the kernel has no
+    derivative rule of its own, and the correlation is linear in ``(x, cval)`` jointly, so
+    its derivative is the same correlation of the tangents through the XLA passes (which
+    JAX can also transpose, for ``jax.grad``)."""
+
+    @jax.custom_jvp
+    def fused(v, c):
+        return correlate_fused(v, col, row, mode=mode, cval=c, interpret=not runs_natively())
+
+    @fused.defjvp
+    def fused_jvp(primals, tangents):
+        (v, c), (tv, tc) = primals, tangents
+        tc = jnp.asarray(tc, tv.dtype)
+        return fused(v, c), _correlate_passes(tv, col, row, mode=mode, cval=tc,
+                                              cval_after=tc * jnp.sum(jnp.asarray(col)), in_place=False)
+
+    return fused(x, jnp.asarray(cval, x.dtype))
+
+
 def _separable(x, terms, mode, cval, in_place, *, fused=False):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes."""
@@ -147,7 +167,7 @@ def _separable(x, terms, mode, cval, in_place, *, fused=False):
         if w is not None:  # a centre tap: the image scaled, no pass
             y = x * jnp.asarray(w, x.dtype)
         elif fused:
-            y = correlate_fused(x, col, row, mode=mode, cval=cval, interpret=not runs_natively())
+            y = _fused_term(x, cval, col, row, mode)
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)

@@ -161,3 +161,25 @@ def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(monkeypatch, rng, cha
     assert bool(calls) == fused
     want = _convolution.run_lowering(jnp.asarray(x), ("separable", None, terms), "reflect", 0.0)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant", "wrap"])
+def test_derivatives_through_the_fused_kernel_equal_the_passes(rng, mode):
+    """The Pallas kernel has no derivative rule; the lowering gives it one (the same
+    correlation of the tangents through the XLA passes), so ``jax.grad``, ``jvp`` and the
+    derivative with respect to ``cval`` work as with ``method="separable"``."""
+    x = rng.random((2, 14, 17, 3), dtype=np.float32)
+    w = rng.random((2, 14, 17, 3), dtype=np.float32)
+
+    def loss(v, cval, method):
+        return jnp.sum(w * imgproc.gaussian_blur(v, 1.5, mode=mode, cval=cval, method=method) ** 2)
+
+    for argnums in (0, (0, 1)):  # with respect to the image, and to the image and cval
+        got = jax.grad(loss, argnums=argnums)(x, 0.3, "pallas")
+        want = jax.grad(loss, argnums=argnums)(x, 0.3, "separable")
+        for g, h in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=2e-5, atol=2e-5)
+    t = rng.random(x.shape, dtype=np.float32)
+    blur = lambda m: lambda v: imgproc.gaussian_blur(v, 1.5, mode=mode, cval=0.3, method=m)  # noqa: E731
+    (_, got), (_, want) = jax.jvp(blur("pallas"), (x,), (t,)), jax.jvp(blur("separable"), (x,), (t,))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
