@@ -217,11 +217,15 @@ class Pipeline:
                             min_area=min_area, min_visibility=min_visibility)
 
     def _call(self, images, *, key, indices, params, return_params):
-        images, layout = check_image(images, self.layout, read_in_place=True)  # for self._compiled
+        # a NumPy batch that self._compiled reads in place is checked (finite, in range) by
+        # finish_check: on the plain path while the program computes, before the result is
+        # handed over, as the filters do (imgproc._checks.check_image); on the others first
+        images, layout, finish_check = check_image(images, self.layout, read_in_place=True, check_later=True)
         batched = layout in BATCH_LAYOUTS
         if isinstance(images, np.ndarray) and batched and images.shape[0] > _execution.chunk_size(images.shape):
             # a host batch too large to hold on the device at once; indices keep each
-            # image's random draw what it would be in one call
+            # image's random draw what it would be in one call (each chunk is checked by
+            # its own call)
             return _execution.run_in_chunks(self._call, images, key=key, indices=indices, params=params,
                                             return_params=return_params)
         partition = _sharded.batch_partition(images) if batched else None
@@ -233,11 +237,14 @@ class Pipeline:
         if indices is not None:
             indices = jnp.asarray(indices)
         if self.bucket and not isinstance(images, jax.core.Tracer) and self._in_bucket(images, layout):
+            finish_check()
             out = self._bucketed(images, layout)  # traced images run at their exact size
             return (out, (None,) * len(self.stages)) if return_params else out
         parts = _execution.loop_parts(images, loops=loops_over_images(self.stages), batched=batched,
                                       traced_args=(key, indices, params))
         if parts > 1:
+            finish_check()
+
             def run(part, idx, p):
                 return self._compiled(part, key, idx, p, None, layout=layout, return_params=return_params)
 
@@ -246,7 +253,9 @@ class Pipeline:
 
             return _execution.run_parts(run, images, indices, params, parts, self._compiled_parts, signature,
                                         return_params=return_params)
-        return self._compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
+        out = self._compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
+        finish_check()
+        return out
 
     def _on_devices(self, images, partition, *, key, indices, params, layout, return_params):
         """Run a device-sharded batch as one ``shard_map`` program: each device its own

@@ -394,6 +394,25 @@ def test_a_float_image_read_in_place_is_still_checked():
             np.testing.assert_array_equal(source, before)
 
 
+def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
+    """A pipeline's plain path does as the filters do: it dispatches, then checks the NumPy
+    batch it reads in place; the padded size-bucket path (which copies) checks first."""
+    from imgproc import _checks
+
+    order = []
+    check = _checks._check_in_place
+    monkeypatch.setattr(_checks, "_check_in_place", lambda a: order.append("check") or check(a))
+    clean = np.random.default_rng(13).random((500, 700, 3), dtype=np.float32)
+    want = np.asarray(imgproc.presets.denoise()(clean.copy()))
+    for bucket, expected in ((False, ["dispatch", "check"]), (True, ["check", "dispatch"])):
+        pipe = imgproc.Pipeline(imgproc.presets.denoise().to_spec(), bucket=bucket)
+        compiled = pipe._compiled
+        monkeypatch.setattr(pipe, "_compiled", lambda *a, c=compiled, **k: order.append("dispatch") or c(*a, **k))
+        order.clear()
+        np.testing.assert_allclose(pipe(misaligned(clean, 16)), want, atol=1e-5)
+        assert order == expected, bucket
+
+
 def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
     """The filters dispatch their program first and check a NumPy image read in place
     after (the check overlaps the computation); the result is handed over only after the
