@@ -11,7 +11,8 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     static index maps: on CPU the interior is summed and the thin border bands put over
     it (no padded copy of the image); on GPU/TPU
     each pass sums shifted slices of a padded copy, which XLA fuses into the pass
-    (:func:`imgproc._separable.pad_first`). The default for separable kernels everywhere.
+    (:func:`imgproc._separable.pad_first`). The default for separable kernels on CPU and
+    TPU (on a GPU see ``"pallas"``).
 ``"direct"``
     2-D shifted sums over every kernel tap (any kernel, one fused XLA loop).
 ``"conv"``
@@ -133,12 +134,12 @@ def _fused_fits(x, terms) -> bool:
     for col, row in terms:
         if centre_weight(col, row) is None:
             c, r = _concrete(col), _concrete(row)
-            if c is None or r is None or not fits(c.size // 2, r.size // 2, x.shape[-1]):
+            if c is None or r is None or not fits(c.size // 2, r.size // 2, x.shape[-1], x.shape[1]):
                 return False
     return True
 
 
-def _fused_term(x, cval, col, row, mode):
+def _fused_term(x, cval, col, row, mode, interpret):
     """One term through the fused Pallas kernel, differentiable: the kernel has no
     derivative rule of its own, and the correlation is linear in ``(x, cval)`` jointly, so
     its derivative is the same correlation of the tangents through the XLA passes (which
@@ -146,7 +147,7 @@ def _fused_term(x, cval, col, row, mode):
 
     @jax.custom_jvp
     def fused(v, c):
-        return correlate_fused(v, col, row, mode=mode, cval=c, interpret=not runs_natively())
+        return correlate_fused(v, col, row, mode=mode, cval=c, interpret=interpret)
 
     @fused.defjvp
     def fused_jvp(primals, tangents):
@@ -158,16 +159,18 @@ def _fused_term(x, cval, col, row, mode):
     return fused(x, jnp.asarray(cval, x.dtype))
 
 
-def _separable(x, terms, mode, cval, in_place, *, fused=False):
+def _separable(x, terms, mode, cval, in_place, *, fused=False, interpret=None):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
-    kernel (the ``"pallas"`` lowering) instead of two XLA passes."""
+    kernel (the ``"pallas"`` lowering) instead of two XLA passes, in Pallas's interpret
+    mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`)."""
+    interpret = (not runs_natively()) if interpret is None else interpret
     out = None
     for col, row in terms:
         w = centre_weight(col, row)
         if w is not None:  # a centre tap: the image scaled, no pass
             y = x * jnp.asarray(w, x.dtype)
         elif fused:
-            y = _fused_term(x, cval, col, row, mode)
+            y = _fused_term(x, cval, col, row, mode, interpret)
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
@@ -186,7 +189,14 @@ def run_lowering(x, plan, mode, cval, *, in_place=False):
     feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
     method, kernel, terms = plan
     if method == FUSED_IF_IT_FITS:
-        return _separable(x, terms, mode, cval, in_place, fused=_fused_fits(x, terms))
+        if not _fused_fits(x, terms):
+            return _separable(x, terms, mode, cval, in_place)
+        # the program may still be compiled for the CPU (arrays put there on a GPU machine,
+        # jit(backend="cpu")): the kernel only for CUDA, the passes elsewhere
+        return lax.platform_dependent(
+            x, jnp.asarray(cval, x.dtype),
+            cuda=lambda v, c: _separable(v, terms, mode, c, in_place, fused=True, interpret=False),
+            default=lambda v, c: _separable(v, terms, mode, c, in_place))
     if method in TERM_METHODS:
         return _separable(x, terms, mode, cval, in_place, fused=method == "pallas")
     if method == "direct":
@@ -281,7 +291,7 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     * kernels of one term that needs passes (rank 1, or a centre weight plus rank 1, whose
       centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes on CPU and
       TPU (fastest on CPU); on a GPU as the fused Pallas kernel where its tile fits the
-      image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; 1.6-3.3x the
+      image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; 2.5-4x the
       passes' speed on an H200, benchmarks/NOTES.md "GPU"), else as the passes;
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """

@@ -45,6 +45,9 @@ TILE_COLS = 224
 TMA_BOX = 256
 _ALIGN = 32  # float32 values: 128 bytes
 SMEM_FLOATS = 200 * 1024 // 4
+# CUDA launches at most 65535 blocks along a grid's y and z axes (the tiles' rows and the
+# batch here): a larger batch runs in several launches, a taller image is refused.
+MAX_GRID = 65535
 
 
 def _round_up(n: int, m: int) -> int:
@@ -71,14 +74,15 @@ def tile_shape(ry: int, rx: int, channels: int) -> tuple[int, int, int]:
         f"radius {ry} x {rx} on {channels} channel(s) does not: use method='separable'")
 
 
-def fits(ry: int, rx: int, channels: int) -> bool:
-    """Whether :func:`tile_shape` finds a tile for these radii and channels (``auto`` then
-    picks this lowering on a GPU; otherwise it takes the separable passes)."""
+def fits(ry: int, rx: int, channels: int, height: int = 1) -> bool:
+    """Whether :func:`tile_shape` finds a tile for these radii and channels, and an image
+    of ``height`` rows needs at most :data:`MAX_GRID` of them (``auto`` then picks this
+    lowering on a GPU; otherwise it takes the separable passes)."""
     try:
-        tile_shape(ry, rx, channels)
+        rows = tile_shape(ry, rx, channels)[0]
     except ValueError:
         return False
-    return True
+    return -(-height // rows) <= MAX_GRID
 
 
 def _weighted_sum(load, taps):
@@ -147,8 +151,14 @@ def correlate_fused(x, col, row, *, mode: str, cval, interpret: bool):
         raise ValueError("method='pallas' compiles the weights into the kernel and needs concrete "
                          "ones; use method='separable' for traced weights")
     b, h, w, ch = x.shape
+    if b > MAX_GRID:  # one launch per MAX_GRID images
+        return jnp.concatenate([correlate_fused(x[i:i + MAX_GRID], col, row, mode=mode, cval=cval, interpret=interpret)
+                                for i in range(0, b, MAX_GRID)])
     ry, rx = c.size // 2, r.size // 2
     rows, cols, width = tile = tile_shape(ry, rx, ch)
+    if -(-h // rows) > MAX_GRID:
+        raise ValueError(f"method='pallas' launches one program per {rows} rows, at most {MAX_GRID} of them: an "
+                         f"image of {h} rows is too tall; use method='separable'")
     rows_out, cols_out = _round_up(h, rows), _round_up(w * ch, cols)
     xp = pad_bhwc(x, ry, rx, mode, cval)
     xp = xp.reshape(b, h + 2 * ry, (w + 2 * rx) * ch)

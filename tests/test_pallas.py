@@ -146,21 +146,35 @@ def test_auto_on_a_gpu_plans_the_fused_kernel_only_for_concrete_weights(monkeypa
 
 
 @pytest.mark.parametrize("channels, sigma, fused", [(3, 1.0, True), (1, 3.0, True), (40, 1.0, False), (3, 20.0, False)])
-def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(monkeypatch, rng, channels, sigma, fused):
-    """The fit depends on the image's channels, known when the stage is traced: where no
-    tile fits, the planned "pallas-if-it-fits" runs the separable passes (same pixels)."""
+def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma, fused):
+    """The fit depends on the image's channels, known when the stage is traced: a program
+    compiled for CUDA holds the fused kernel where a tile fits and the passes elsewhere;
+    compiled for the CPU (arrays put there on a GPU machine) it holds the passes, always,
+    and gives their pixels."""
     from imgproc import _convolution
 
-    calls = []
-    real = _convolution.correlate_fused
-    monkeypatch.setattr(_convolution, "correlate_fused", lambda *a, **k: calls.append(1) or real(*a, **k))
     x = rng.random((1, 30, 34, channels), dtype=np.float32)
     col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
     terms = ((col, row),)
-    got = _convolution.run_lowering(jnp.asarray(x), (_convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0)
-    assert bool(calls) == fused
-    want = _convolution.run_lowering(jnp.asarray(x), ("separable", None, terms), "reflect", 0.0)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
+    auto = jax.jit(lambda v: _convolution.run_lowering(v, (_convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0))
+    arg = jax.ShapeDtypeStruct(x.shape, jnp.float32)
+    assert ("mosaic_gpu" in jax.export.export(auto, platforms=["cuda"])(arg).mlir_module()) == fused
+    assert "mosaic_gpu" not in jax.export.export(auto, platforms=["cpu"])(arg).mlir_module()
+    passes = jax.jit(lambda v: _convolution.run_lowering(v, ("separable", None, terms), "reflect", 0.0))
+    np.testing.assert_array_equal(np.asarray(auto(x)), np.asarray(passes(x)))
+
+
+def test_a_batch_past_the_grid_limit_runs_in_several_launches(monkeypatch, rng):
+    """CUDA launches at most 65535 blocks along the batch's grid axis: a larger batch runs
+    in several launches (the same result); an image needing more row tiles is refused."""
+    monkeypatch.setattr(_pallas, "MAX_GRID", 2)
+    x = rng.random((5, 12, 9, 3), dtype=np.float32)
+    col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(1.0))[0]
+    got = np.asarray(_pallas.correlate_fused(x, col, row, mode="reflect", cval=0.0, interpret=True))
+    np.testing.assert_allclose(got, _reference(x, col, row, "reflect", 0.0), atol=2e-6, rtol=0)
+    assert not _pallas.fits(2, 2, 3, height=40)  # 3 tiles of 16 rows
+    with pytest.raises(ValueError, match="too tall; use method='separable'"):
+        _pallas.correlate_fused(np.zeros((1, 40, 9, 3), np.float32), col, row, mode="reflect", cval=0.0, interpret=True)
 
 
 @pytest.mark.parametrize("mode", ["reflect", "constant", "wrap"])
