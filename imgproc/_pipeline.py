@@ -50,6 +50,10 @@ __all__ = ["Pipeline", "register_op", "registered_ops"]
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
 
 
+def _checked():
+    """The check of a batch that was already checked."""
+
+
 class Pipeline:
     """A chain of stages compiled into one XLA program.
 
@@ -218,8 +222,9 @@ class Pipeline:
 
     def _call(self, images, *, key, indices, params, return_params):
         # a NumPy batch that self._compiled reads in place is checked (finite, in range) by
-        # finish_check: on the plain path while the program computes, before the result is
-        # handed over, as the filters do (imgproc._checks.check_image); on the others first
+        # finish_check: on the plain path of a pipeline without size buckets while the
+        # program computes, before the result is handed over, as the filters do
+        # (imgproc._checks.check_image); on the other paths first
         images, layout, finish_check = check_image(images, self.layout, read_in_place=True, check_later=True)
         batched = layout in BATCH_LAYOUTS
         if isinstance(images, np.ndarray) and batched and images.shape[0] > _execution.chunk_size(images.shape):
@@ -236,10 +241,12 @@ class Pipeline:
             indices = jnp.arange(images.shape[0] if batched else 1)
         if indices is not None:
             indices = jnp.asarray(indices)
-        if self.bucket and not isinstance(images, jax.core.Tracer) and self._in_bucket(images, layout):
-            finish_check()
-            out = self._bucketed(images, layout)  # traced images run at their exact size
-            return (out, (None,) * len(self.stages)) if return_params else out
+        if self.bucket and not isinstance(images, jax.core.Tracer):  # traced images run at their exact size
+            finish_check()  # first: the "auto" rule records a good image's size, and the bucket copies
+            finish_check = _checked
+            if self._in_bucket(images, layout):
+                out = self._bucketed(images, layout)
+                return (out, (None,) * len(self.stages)) if return_params else out
         parts = _execution.loop_parts(images, loops=loops_over_images(self.stages), batched=batched,
                                       traced_args=(key, indices, params))
         if parts > 1:

@@ -395,8 +395,9 @@ def test_a_float_image_read_in_place_is_still_checked():
 
 
 def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
-    """A pipeline's plain path does as the filters do: it dispatches, then checks the NumPy
-    batch it reads in place; the padded size-bucket path (which copies) checks first."""
+    """A pipeline without size buckets does as the filters do: it dispatches, then checks
+    the NumPy batch it reads in place. With buckets it checks first (the bucket path copies;
+    the "auto" rule must not record a bad image's size as its bucket's exact one)."""
     from imgproc import _checks
 
     order = []
@@ -404,13 +405,20 @@ def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
     monkeypatch.setattr(_checks, "_check_in_place", lambda a: order.append("check") or check(a))
     clean = np.random.default_rng(13).random((500, 700, 3), dtype=np.float32)
     want = np.asarray(imgproc.presets.denoise()(clean.copy()))
-    for bucket, expected in ((False, ["dispatch", "check"]), (True, ["check", "dispatch"])):
+    for bucket, expected in ((False, ["dispatch", "check"]), (True, ["check", "dispatch"]),
+                             ("auto", ["check", "dispatch"])):
         pipe = imgproc.Pipeline(imgproc.presets.denoise().to_spec(), bucket=bucket)
         compiled = pipe._compiled
         monkeypatch.setattr(pipe, "_compiled", lambda *a, c=compiled, **k: order.append("dispatch") or c(*a, **k))
         order.clear()
         np.testing.assert_allclose(pipe(misaligned(clean, 16)), want, atol=1e-5)
         assert order == expected, bucket
+    bad = misaligned(clean, 16)
+    bad[7, 8, 2] = np.nan
+    pipe = imgproc.Pipeline(imgproc.presets.denoise().to_spec(), bucket="auto")
+    with pytest.raises(ValueError, match="NaN"):
+        pipe(bad)
+    assert pipe._first_size_in_bucket == {}
 
 
 def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
