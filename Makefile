@@ -28,9 +28,10 @@ demo: $(VENV)/.installed-demo
 	$(PY) scripts/demo.py
 
 # Two worker processes (pytest-xdist): the suite is mostly single-threaded tracing and
-# compiling, so on 2 cores it takes 12 minutes instead of 18 (2026-11-26).
+# compiling, so on 2 cores it takes 12 minutes instead of 18 (2026-11-26). A file's tests
+# stay in one worker (--dist loadfile), so a module's fixtures (Ray's local cluster) start once.
 test: $(VENV)/.installed
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py

@@ -57,7 +57,7 @@ def bm3d_12mp(chunk_list, repeats, log):
             lines.append(f"| {chunk or 'default'} | {first:.2f} | {statistics.median(warm):.3f} | {imgproc.psnr(clean, out):.2f} |")
         except Exception as err:  # noqa: BLE001 - reported in the table, the run goes on
             log(traceback.format_exc())
-            lines.append(f"| {chunk} | {type(err).__name__}: {str(err).splitlines()[0][:150]} | | |")
+            lines.append(f"| {chunk or 'default'} | {type(err).__name__}: {str(err).splitlines()[0][:150]} | | |")
         log(lines[-1])
     return lines
 
