@@ -7,12 +7,6 @@ run on an image of a size it has met (its exact size, or its size bucket: ``Pipe
 The cache lives in the user's cache folder, ``$XDG_CACHE_HOME/imgproc/jax`` (default
 ``~/.cache/imgproc/jax``), created private (mode 0700). ``IMGPROC_CACHE_DIR`` overrides
 the folder; ``IMGPROC_CACHE_DIR=off`` disables the cache. Library users opt in by calling :func:`enable_compilation_cache`.
-
-The cache is bounded (:data:`CACHE_MAX_BYTES`, least recently used entries evicted), which
-also makes JAX lock the folder (``filelock``) around each read and write: JAX writes an
-entry in place, so without the lock a second ``imgproc`` process (a command run beside
-another, Ray's actors, the test suite's workers) could read an entry half written and
-print JAX's "Error reading persistent compilation cache entry" warning.
 """
 
 from __future__ import annotations
@@ -22,9 +16,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-__all__ = ["CACHE_MAX_BYTES", "KeptPrograms", "enable_compilation_cache", "default_cache_dir"]
-
-CACHE_MAX_BYTES = 1 << 30  # programs are 0.1-5 MB each
+__all__ = ["KeptPrograms", "enable_compilation_cache", "default_cache_dir"]
 
 
 class KeptPrograms:
@@ -98,7 +90,6 @@ def enable_compilation_cache(path=None) -> Path | None:
     import jax
 
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_compilation_cache_max_size", CACHE_MAX_BYTES)  # and with it the lock
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder

@@ -204,7 +204,6 @@ def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
     folder = tmp_path / "imgproc" / "jax"
     assert any(folder.iterdir())
     assert (folder.stat().st_mode & 0o777) == 0o700
-    assert (folder / ".lockfile").exists()  # bounded, so JAX locks its reads and writes
 
 
 def test_nan_and_out_of_range_host_input_is_refused():
