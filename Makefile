@@ -28,10 +28,11 @@ demo: $(VENV)/.installed-demo
 	$(PY) scripts/demo.py
 
 # Two worker processes (pytest-xdist): the suite is mostly single-threaded tracing and
-# compiling, so on 2 cores it takes 12 minutes instead of 18 (2026-11-26). A file's tests
-# stay in one worker (--dist loadfile), so a module's fixtures (Ray's local cluster) start once.
+# compiling, so on 2 cores it takes 12 minutes instead of 18 (2026-11-26). Tests marked with
+# one xdist_group share a worker (--dist loadgroup): test_ray.py's local Ray cluster starts
+# once (whole files per worker, --dist loadfile, took 15 minutes: the workers unbalanced).
 test: $(VENV)/.installed
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py

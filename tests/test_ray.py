@@ -27,7 +27,8 @@ import imgproc.ray as engine
 from imgproc.cli import cli
 from imgproc.errors import UnavailableError
 
-pytestmark = pytest.mark.slow
+# slow; and in one test worker under `make test` (--dist loadgroup): one local Ray cluster
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 EXE = os.path.join(os.path.dirname(sys.executable), "imgproc")
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_images"
