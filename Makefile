@@ -28,7 +28,8 @@ demo: $(VENV)/.installed-demo
 	$(PY) scripts/demo.py
 
 # Two worker processes (pytest-xdist): the suite is mostly single-threaded tracing and
-# compiling, so on 2 cores it takes 12 minutes instead of 18 (2026-11-26). Tests marked with
+# compiling, so on 2 cores it takes 12 minutes instead of 18 (22 instead of 33 with an empty
+# compilation cache; 2026-11-26). Tests marked with
 # one xdist_group share a worker (--dist loadgroup): test_ray.py's local Ray cluster starts
 # once (whole files per worker, --dist loadfile, took 15 minutes: the workers unbalanced).
 test: $(VENV)/.installed
