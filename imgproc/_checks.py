@@ -45,7 +45,7 @@ def check_image(image, layout, *, read_in_place=False, check_later=False):
     layout = check_layout(layout, image.ndim, image.shape)
     if any(n == 0 for n in image.shape):
         raise ValueError(f"image must not be empty; got shape {tuple(image.shape)}")
-    finish = _nothing
+    finish = no_check
     if isinstance(image, np.ndarray):
         if check_later and read_in_place and _stays_in_place(image, copy=False):
             finish = functools.partial(_check_in_place, image)
@@ -54,8 +54,9 @@ def check_image(image, layout, *, read_in_place=False, check_later=False):
     return (image, layout, finish) if check_later else (image, layout)
 
 
-def _nothing():
-    return None
+def no_check():
+    """``finish`` for an image with nothing left to check (copied and checked, not NumPy, or
+    checked already)."""
 
 
 CHUNK_BYTES = 1 << 18  # copied and checked while it is in the core's cache

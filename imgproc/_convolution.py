@@ -152,9 +152,7 @@ def _fused_term(x, cval, col, row, mode, interpret):
     @fused.defjvp
     def fused_jvp(primals, tangents):
         (v, c), (tv, tc) = primals, tangents
-        tc = jnp.asarray(tc, tv.dtype)
-        return fused(v, c), _correlate_passes(tv, col, row, mode=mode, cval=tc,
-                                              cval_after=tc * jnp.sum(jnp.asarray(col)), in_place=False)
+        return fused(v, c), _separable(tv, ((col, row),), mode, jnp.asarray(tc, tv.dtype), False)
 
     return fused(x, jnp.asarray(cval, x.dtype))
 
@@ -295,13 +293,14 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
       passes' speed on an H200, benchmarks/NOTES.md "GPU"), else as the passes;
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
-    cpu = (backend or jax.default_backend()) == "cpu"
+    backend = backend or jax.default_backend()
+    cpu = backend == "cpu"
     if cpu and in_loop:
         if n_terms is not None and n_terms <= LOOP_MAX_SEPARABLE_TERMS:
             return "separable"
         if taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
             return "convolve2d"
-    if n_terms == 1 and (backend or jax.default_backend()) == "gpu":
+    if n_terms == 1 and backend == "gpu":
         return FUSED_IF_IT_FITS
     if n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS:
         return "separable"

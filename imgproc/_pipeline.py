@@ -36,7 +36,7 @@ from jax.sharding import PartitionSpec
 
 from imgproc import _execution, _sharded
 from imgproc._arrays import dtype_max, spatial_axes, to_output
-from imgproc._checks import check_image
+from imgproc._checks import check_image, no_check
 from imgproc._output_buffers import IntoBuffer, host_buffer
 from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
@@ -48,10 +48,6 @@ from imgproc.augment._targets import check_targets, move_targets, target_rules
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
-
-
-def _checked():
-    """The check of a batch that was already checked."""
 
 
 class Pipeline:
@@ -243,7 +239,7 @@ class Pipeline:
             indices = jnp.asarray(indices)
         if self.bucket and not isinstance(images, jax.core.Tracer):  # traced images run at their exact size
             finish_check()  # first: the "auto" rule records a good image's size, and the bucket copies
-            finish_check = _checked
+            finish_check = no_check
             if self._in_bucket(images, layout):
                 out = self._bucketed(images, layout)
                 return (out, (None,) * len(self.stages)) if return_params else out
