@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import Case, Group, block, save, tables, time_group
+from harness import Case, Group, block, error_line, save, tables, time_group
 
 HERE = Path(__file__).resolve().parent
 
@@ -83,7 +83,7 @@ def filter_benchmarks(n, calls, repeats, h=224, w=224, c=3):
             try:  # a lowering that does not compile on this device is reported, not fatal
                 jax.block_until_ready(f(x))
             except Exception as err:  # noqa: BLE001
-                failed.append(f"method={method}, σ={sigma:g}: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
+                failed.append(f"method={method}, σ={sigma:g}: {error_line(err)}")
                 continue
             cases.append(Case(f"imgproc_{method}_sigma{sigma:g}", f"imgproc method={method}, σ={sigma:g} ({size}×{size})",
                               lambda f=f: f(x)))

@@ -13,7 +13,8 @@ Run on a machine with an NVIDIA GPU (JAX's CUDA backend):
 3. **BM3D, 12 MP**: ``chelsea.jpg`` resized to 4000x3000 (bicubic), Gaussian noise sigma 25,
    uint8 NumPy in and out, ``imgproc.bm3d(noisy, sigma=25, chunk_refs=N)`` for each N of
    ``--chunk-refs`` (``default``: imgproc's own choice): the first call (compilation included), the median of ``--repeats`` warm
-   calls, and the PSNR against the clean photo.
+   calls (``harness.time_group``, after one more warm-up call), and the PSNR against the
+   clean photo.
 
 Writes the markdown to ``--out`` and prints it.
 """
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
 import sys
 import time
 import traceback
@@ -30,11 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from harness import Case, error_line, time_group
+
 HERE = Path(__file__).resolve().parent
 
 
 def bm3d_12mp(chunk_list, repeats, log):
-    import jax
     from PIL import Image
 
     import imgproc
@@ -49,15 +50,12 @@ def bm3d_12mp(chunk_list, repeats, log):
             t = time.perf_counter()
             out = np.asarray(imgproc.bm3d(noisy, sigma=25.0, chunk_refs=chunk))  # None: the default
             first = time.perf_counter() - t
-            warm = []
-            for _ in range(repeats):
-                t = time.perf_counter()
-                np.asarray(jax.block_until_ready(imgproc.bm3d(noisy, sigma=25.0, chunk_refs=chunk)))
-                warm.append(time.perf_counter() - t)
-            lines.append(f"| {chunk or 'default'} | {first:.2f} | {statistics.median(warm):.3f} | {imgproc.psnr(clean, out):.2f} |")
+            warm = time_group("bm3d_12mp", [Case("bm3d", "bm3d", lambda chunk=chunk: np.asarray(
+                imgproc.bm3d(noisy, sigma=25.0, chunk_refs=chunk)))], repeats)[0].seconds
+            lines.append(f"| {chunk or 'default'} | {first:.2f} | {warm:.3f} | {imgproc.psnr(clean, out):.2f} |")
         except Exception as err:  # noqa: BLE001 - reported in the table, the run goes on
             log(traceback.format_exc())
-            lines.append(f"| {chunk or 'default'} | {type(err).__name__}: {str(err).splitlines()[0][:150]} | | |")
+            lines.append(f"| {chunk or 'default'} | {error_line(err, 150)} | | |")
         log(lines[-1])
     return lines
 

@@ -13,7 +13,8 @@ kernel is tested in interpret mode by tests/test_pallas.py instead):
    batch on the device, for each output tile (rows × values of the W·C axis) in
    ``--tiles``, against ``method="separable"`` and a copy (``x + 0``): median ms of
    ``--repeats`` rounds of ``--calls`` calls issued back to back and synchronised once.
-   Each variant is checked against the separable result before it is timed.
+   Each variant is checked against the separable result, then a sigma's variants are timed
+   in turns (``harness.time_group``).
 
 Prints a table and writes every number (and each failure's first line) as JSON to ``--out``;
 the tile that is fastest at both sigmas is ``"best"`` there.
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 import traceback
@@ -33,6 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from harness import Case, error_line, time_group  # noqa: E402
+
 
 def _reference(x, col, row, mode, cval):
     import scipy.ndimage as ndi
@@ -40,25 +42,6 @@ def _reference(x, col, row, mode, cval):
     k = np.outer(np.asarray(col, np.float64), np.asarray(row, np.float64))
     return np.stack([np.stack([ndi.correlate(im[..., c].astype(np.float64), k, mode=mode, cval=cval)
                                for c in range(x.shape[-1])], -1) for im in x])
-
-
-def _median_ms(fn, calls, repeats):
-    import jax
-
-    jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls - 1):
-            fn()
-        jax.block_until_ready(fn())
-        times.append((time.perf_counter() - t) / calls * 1e3)
-    return statistics.median(times)
-
-
-def _first_line(err):
-    text = f"{type(err).__name__}: {err}".strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
 
 
 def parity(rng, errors, small=False):
@@ -84,7 +67,7 @@ def parity(rng, errors, small=False):
             out.append({"case": name, "max_abs_error": err, "ok": bool(err <= 2e-6)})
         except Exception as e:  # noqa: BLE001 - reported, and the run goes on
             errors.append(f"parity {name}:\n{traceback.format_exc()}")
-            out.append({"case": name, "error": _first_line(e), "ok": False})
+            out.append({"case": name, "error": error_line(e), "ok": False})
         print(out[-1], flush=True)
     return out
 
@@ -97,35 +80,41 @@ def tiles(rng, tile_list, calls, repeats, errors, batch=256):
 
     x = jax.device_put(rng.random((batch, 224, 224, 3), dtype=np.float32))
     copy = jax.jit(lambda a: a + 0)
-    rows = [{"variant": "copy", "ms": _median_ms(lambda: copy(x), calls, repeats)}]
+    ms = lambda cases: {r.name: r.ms for r in time_group("gpu_pallas", cases, repeats, calls=calls)}  # noqa: E731
+    rows = [{"variant": "copy", "ms": ms([Case("copy", "copy", lambda: copy(x))])["copy"]}]
     default = (_pallas.TILE_ROWS, _pallas.TILE_COLS)
     for sigma, size in ((1.0, 5), (3.0, 25)):
         sep = jax.jit(lambda a, s=sigma, k=size: imgproc.gaussian_blur(a, s, size=k, method="separable"))
         ref = np.asarray(sep(x))
-        rows.append({"variant": "separable", "sigma": sigma, "ms": _median_ms(lambda: sep(x), calls, repeats)})
-        print(rows[-1], flush=True)
+        cases = [Case("separable", "separable", lambda sep=sep: sep(x))]
+        variants = [{"variant": "separable", "sigma": sigma}]
         for tr, tc in tile_list:
+            # the tile is read when the program is traced: checked here, then timed in turns
             _pallas.TILE_ROWS, _pallas.TILE_COLS = tr, tc
+            row = {"variant": f"pallas {tr}x{tc}", "sigma": sigma}
             try:
-                tile = _pallas.tile_shape(size // 2, size // 2, 3)
+                row["tile"] = list(_pallas.tile_shape(size // 2, size // 2, 3))
                 f = jax.jit(lambda a, s=sigma, k=size: imgproc.gaussian_blur(a, s, size=k, method="pallas"))
                 t0 = time.perf_counter()
                 got = np.asarray(f(x))
-                compile_s = time.perf_counter() - t0
-                err = float(np.abs(got - ref).max())
-                row = {"variant": f"pallas {tr}x{tc}", "tile": list(tile), "sigma": sigma, "compile_s": compile_s,
-                       "max_abs_error_vs_separable": err}
-                if err > 1e-5:
+                row["compile_s"] = time.perf_counter() - t0
+                row["max_abs_error_vs_separable"] = float(np.abs(got - ref).max())
+                if row["max_abs_error_vs_separable"] > 1e-5:
                     row["error"] = "wrong result"
                 else:
-                    row["ms"] = _median_ms(lambda: f(x), calls, repeats)
+                    cases.append(Case(row["variant"], row["variant"], lambda f=f: f(x)))
             except Exception as e:  # noqa: BLE001 - reported, and the run goes on
                 errors.append(f"tile {tr}x{tc} sigma={sigma}:\n{traceback.format_exc()}")
-                row = {"variant": f"pallas {tr}x{tc}", "sigma": sigma, "error": _first_line(e)}
+                row["error"] = error_line(e)
             finally:
                 _pallas.TILE_ROWS, _pallas.TILE_COLS = default
-            rows.append(row)
+            variants.append(row)
+        timed = ms(cases)
+        for row in variants:
+            if row["variant"] in timed:
+                row["ms"] = timed[row["variant"]]
             print(row, flush=True)
+        rows += variants
     copy_ms = rows[0]["ms"]
     for r in rows:
         if "ms" in r:

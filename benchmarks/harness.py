@@ -42,6 +42,13 @@ def command_env(**extra) -> dict:
     return dict(env, **extra)
 
 
+def error_line(err: BaseException, limit: int = 200) -> str:
+    """``"Type: first line of the message"`` (at most ``limit`` characters of the message):
+    a row or note for something that failed, in a table or a log."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0][:limit]}" if lines else type(err).__name__
+
+
 def cpu_seconds() -> float:
     """CPU time of this process and of its finished children (the whole-command rows)."""
     total = 0.0

@@ -114,3 +114,11 @@ def test_whole_commands_run_as_in_a_users_shell(monkeypatch):
     env = command_env(XDG_CACHE_HOME="/tmp/cache")
     assert "PYTHONDONTWRITEBYTECODE" not in env
     assert env["HOME"] == "/home/someone" and env["XDG_CACHE_HOME"] == "/tmp/cache"
+
+
+def test_error_line_is_the_type_and_the_first_line_of_the_message():
+    from harness import error_line
+
+    assert error_line(ValueError("bad tile\nmore detail")) == "ValueError: bad tile"
+    assert error_line(RuntimeError("x" * 300), limit=10) == "RuntimeError: " + "x" * 10
+    assert error_line(KeyError()) == "KeyError"
