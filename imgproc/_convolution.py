@@ -157,10 +157,12 @@ def _fused_term(x, cval, col, row, mode, interpret):
     return fused(x, jnp.asarray(cval, x.dtype))
 
 
-def _separable(x, terms, mode, cval, in_place, *, fused=False, interpret=None):
+def _separable(x, terms, mode, cval, in_place, *, returned=False, fused=False, interpret=None):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes, in Pallas's interpret
-    mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`)."""
+    mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`).
+    ``returned``: the caller returns the result as it is (see :func:`run_lowering`)."""
+    returned = returned and len(terms) == 1
     interpret = (not runs_natively()) if interpret is None else interpret
     out = None
     for col, row in terms:
@@ -171,7 +173,8 @@ def _separable(x, terms, mode, cval, in_place, *, fused=False, interpret=None):
             y = _fused_term(x, cval, col, row, mode, interpret)
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
-                                  cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place)
+                                  cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place,
+                                  returned=returned)
         out = y if out is None else out + y
     return out
 
@@ -181,22 +184,24 @@ def pass_terms(terms) -> int:
     return sum(centre_weight(col, row) is None for col, row in terms)
 
 
-def run_lowering(x, plan, mode, cval, *, in_place=False):
+def run_lowering(x, plan, mode, cval, *, in_place=False, returned=False):
     """Apply a planned correlation (see :func:`plan_lowering`) to the internal float
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
-    feeds another stage (:class:`imgproc._stages.LoweringHints`)."""
+    feeds another stage (:class:`imgproc._stages.LoweringHints`); ``returned``: the
+    program returns it as it is, no cast or other work after it (then the CPU passes may
+    end in a loop of their own: :data:`imgproc._separable.COLS_FUSED_MAX_TAPS`)."""
     method, kernel, terms = plan
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
-            return _separable(x, terms, mode, cval, in_place)
+            return _separable(x, terms, mode, cval, in_place, returned=returned)
         # the program may still be compiled for the CPU (arrays put there on a GPU machine,
         # jit(backend="cpu")): the kernel only for CUDA, the passes elsewhere
         return lax.platform_dependent(
             x, jnp.asarray(cval, x.dtype),
             cuda=lambda v, c: _separable(v, terms, mode, c, in_place, fused=True, interpret=False),
-            default=lambda v, c: _separable(v, terms, mode, c, in_place))
+            default=lambda v, c: _separable(v, terms, mode, c, in_place, returned=returned))
     if method in TERM_METHODS:
-        return _separable(x, terms, mode, cval, in_place, fused=method == "pallas")
+        return _separable(x, terms, mode, cval, in_place, returned=returned, fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
@@ -204,13 +209,16 @@ def run_lowering(x, plan, mode, cval, *, in_place=False):
     return _convolve2d(x, kernel, mode, cval)
 
 
-def _stage_fn(image, traced, *, body, layout, static, in_place):
+def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False):
     x = to_bhwc(to_compute(image), layout)
-    y = body(x, **traced, **dict(static), in_place=in_place)
+    # the body's result is the program's output as it is when no stage or cast follows
+    # it (LoweringHints) and the cast back to the image's dtype is none
+    returned = not (in_place or cast_after) and x.dtype == image.dtype
+    y = body(x, **traced, **dict(static), in_place=in_place, returned=returned)
     return to_output(from_bhwc(y, image.shape), image.dtype)
 
 
-_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "in_place"))
+_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
 
 
 def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
@@ -221,7 +229,9 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     hashable options (kernel sizes, modes, lowerings). The stage converts the image to
     float32 and back to its dtype (rounded and saturated once).
     ``hints.feeds_next`` (:class:`imgproc._stages.LoweringHints`) reaches the body as its
-    static ``in_place`` argument, part of the compiled stage's key like the options.
+    static ``in_place`` argument, and ``returned`` tells it that nothing follows its result
+    (no later stage, no ``hints.cast_after``, no cast back to the image's dtype); both are
+    part of the compiled stage's key like the options.
 
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
@@ -233,14 +243,18 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     ``jit``) are arguments of one program for all values.
     """
     static = tuple(sorted(static.items()))
-    in_place = (hints or NO_HINTS).feeds_next
+    hints = hints or NO_HINTS
+    in_place = hints.feeds_next
+    cast_after = hints.cast_after or hints.in_loop  # a per-image loop's body is not the program's output
     traced = traced or {}
     if isinstance(image, jax.core.Tracer):
-        return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place)
+        return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place,
+                         cast_after=cast_after)
     weights = _weights_key(traced)
     if weights is None:
-        return _stage(image, traced, body=body, layout=layout, static=static, in_place=in_place)
-    return _constant_stage(body, layout, static, in_place, weights)(image)
+        return _stage(image, traced, body=body, layout=layout, static=static, in_place=in_place,
+                      cast_after=cast_after)
+    return _constant_stage(body, layout, static, in_place, cast_after, weights)(image)
 
 
 # Eagerly called stages compiled with their weights as constants, most recently used kept.
@@ -257,15 +271,15 @@ def _weights_key(traced: dict):
 
 
 @functools.lru_cache(maxsize=EAGER_PROGRAMS)
-def _constant_stage(body, layout, static, in_place, weights):
+def _constant_stage(body, layout, static, in_place, cast_after, weights):
     tree, leaves = weights
     values = jax.tree_util.tree_unflatten(tree, [np.frombuffer(b, np.dtype(d)).reshape(s) for d, s, b in leaves])
     return IntoBuffer(functools.partial(_stage_fn, traced=values, body=body, layout=layout, static=static,
-                                        in_place=in_place))
+                                        in_place=in_place, cast_after=cast_after))
 
 
-def correlate_body(x, kernel, terms, cval, *, mode, method, in_place):
-    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
+def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, returned):
+    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, returned=returned)
 
 
 # Inside a per-image loop on CPU (see auto_method): kernels of at most this many separable

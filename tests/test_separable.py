@@ -51,12 +51,16 @@ SEP_CASES = [
     ((1, 3, 2), 17, 17),
     ((2, 41, 37), 25, 9),  # rows pass above ROWS_LOOP_MAX_TERMS with an interior: two loops
     ((1, 27, 30), 10, 25),  # 10 terms: the smallest pass split in two
+    ((2, 11, 14, 3), 5, 11),  # (B, H, W, C): the second pass above COLS_FUSED_MAX_TAPS
+    ((1, 20, 12, 3), 25, 25),
+    ((1, 7, 5, 2), 9, 9),
 ]
 
 
 # the last pass writes its border bands with a select (the program's output) or in place
-# (feeding another stage): both must give the reference
-BAND_WRITES = {"select": False, "in place": True}
+# (feeding another stage), and runs as a loop of its own where the program returns its
+# result as it is: all must give the reference
+BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "returned": {"returned": True}}
 
 
 @pytest.mark.parametrize("weights", ["constant", "traced"])
@@ -69,11 +73,11 @@ def test_separable_matches_scipy(mode, bands, weights, rng):
         x = _planes(rng, shape)
         kr = rng.standard_normal(nr).astype(np.float32)
         kc = rng.standard_normal(nc).astype(np.float32)
-        in_place = BAND_WRITES[bands]
+        how = BAND_WRITES[bands]
         if weights == "constant":
-            out = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL, in_place=in_place))(x)
+            out = jax.jit(lambda a: correlate_separable(a, kr, kc, mode=mode, cval=CVAL, **how))(x)
         else:
-            out = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL, in_place=in_place))(x, kr, kc)
+            out = jax.jit(lambda a, b, c: correlate_separable(a, b, c, mode=mode, cval=CVAL, **how))(x, kr, kc)
         _check(out, _ref_separable(x, kr, kc, mode))
 
 
@@ -134,13 +138,13 @@ DIRECT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("bands", BAND_WRITES)
+@pytest.mark.parametrize("bands", ["select", "in place"])
 @pytest.mark.parametrize("mode", MODES)
 def test_direct_matches_scipy(mode, bands, rng):
     for shape, kshape in DIRECT_CASES:
         x = _planes(rng, shape)
         k = rng.standard_normal(kshape)
-        f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL, in_place=BAND_WRITES[bands]))
+        f = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL, **BAND_WRITES[bands]))
         _check(f(x), _ref_direct(x, k, mode))
 
 
@@ -228,3 +232,27 @@ def test_rejects_bad_input():
         correlate_separable(np.zeros((4, 4), np.float32), np.ones(3), np.ones(3))
     with pytest.raises(ValueError):
         correlate_direct(x, np.ones(3))
+
+
+def _conditionals(fn, *args):
+    return str(jax.make_jaxpr(fn)(*args)).count("cond[")
+
+
+def test_a_returned_long_last_pass_runs_alone_only_where_nothing_follows():
+    # the columns pass of more than COLS_FUSED_MAX_TAPS taps over (..., W, C) data is a loop
+    # of its own (a conditional: imgproc._fusion.in_own_loop) only when the program returns
+    # it as it is: a float32 filter, not a uint8 one (its cast stays fused), not a short kernel
+    import imgproc
+
+    x = np.zeros((16, 40, 3), np.float32)
+    k = np.ones(11, np.float32) / 11
+    assert _conditionals(lambda a: correlate_separable(a, k, k, returned=True), x[None]) == 1
+    assert _conditionals(lambda a: correlate_separable(a, k, k), x[None]) == 0
+    assert _conditionals(lambda a: correlate_separable(a, k[:9], k[:9], returned=True), x[None]) == 0
+    blur = lambda a: imgproc.gaussian_blur(a, 3.0, method="separable")  # noqa: E731
+    assert _conditionals(blur, x) == _conditionals(blur, x.astype(np.uint8)) + 1
+    blur = lambda a: imgproc.gaussian_blur(a, 1.0, size=5, method="separable")  # noqa: E731
+    assert _conditionals(blur, x) == _conditionals(blur, x.astype(np.uint8)) == 0
+    # in a pipeline, the last stage's blur is returned as it is for float32 images only
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 3.0, "method": "separable"}])
+    assert _conditionals(pipe, x[None]) == _conditionals(pipe, x[None].astype(np.uint8)) + 1
