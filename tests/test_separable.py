@@ -23,6 +23,8 @@ def _ref_separable(x, kr, kc, mode):
 
 def _ref_direct(x, k, mode):
     k = np.asarray(k, np.float64)
+    if x.ndim == 4:  # (B, H, W, C): each channel of each image
+        return np.moveaxis(np.stack([_ref_direct(x[..., c], k, mode) for c in range(x.shape[3])]), 0, -1)
     return np.stack([ndi.correlate(p.astype(np.float64), k, mode=mode, cval=CVAL) for p in x])
 
 
@@ -135,6 +137,9 @@ DIRECT_CASES = [
     ((1, 1, 1), (13, 13)),
     ((1, 3, 2), (13, 5)),
     ((1, 1, 7), (2, 3)),
+    ((2, 9, 13, 3), (5, 5)),  # (B, H, W, C): W and C merged into one axis
+    ((1, 6, 4, 2), (3, 6)),
+    ((1, 2, 3, 3), (7, 7)),
 ]
 
 
@@ -156,11 +161,16 @@ def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
 
     x = np.zeros((40, 44, 3), np.float32)
 
-    def updates(op):  # a new function each time: make_jaxpr caches per function
-        return str(jax.make_jaxpr(lambda a, s: op(a, s))(x, 3.0)).count("dynamic_update_slice")
+    def updates(op, image=x):  # a new function each time: make_jaxpr caches per function
+        return str(jax.make_jaxpr(lambda a, s: op(a, s))(image, 3.0)).count("dynamic_update_slice")
 
+    # a direct pass over colour data writes its bands in place either way (alone, in a loop
+    # of its own: a conditional whose two branches are the pass); over one channel it
+    # selects them unless it feeds a stage
+    direct = lambda a, s, h=None: imgproc.sharpen(a, method="direct", hints=h)  # noqa: E731
+    assert updates(direct) == 2 * updates(lambda a, s: direct(a, s, feeds)) == 8
+    assert updates(direct, x[..., 0]) + 4 == updates(lambda a, s: direct(a, s, feeds), x[..., 0])
     ops = [  # (op, border bands its last pass writes: in place when feeding a stage)
-        (lambda a, s, h=None: imgproc.sharpen(a, method="direct", hints=h), 4),
         (lambda a, s, h=None: imgproc.gaussian_blur(a, s, size=25, hints=h), 2),  # traced, above EXTEND_MAX_TAPS
         (lambda a, s, h=None: imgproc.gaussian_blur(a, 1.0, size=25, hints=h), 0),  # constants: extended buffer
     ]
@@ -256,3 +266,11 @@ def test_a_returned_long_last_pass_runs_alone_only_where_nothing_follows():
     # in a pipeline, the last stage's blur is returned as it is for float32 images only
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 3.0, "method": "separable"}])
     assert _conditionals(pipe, x[None]) == _conditionals(pipe, x[None].astype(np.uint8)) + 1
+
+
+def test_a_direct_pass_over_colour_data_is_a_loop_of_its_own_unless_it_feeds_a_stage():
+    x = np.zeros((1, 12, 10, 3), np.float32)
+    k = np.arange(9, dtype=np.float32).reshape(3, 3)
+    assert _conditionals(lambda a: correlate_direct(a, k), x) == 1
+    assert _conditionals(lambda a: correlate_direct(a, k, in_place=True), x) == 0
+    assert _conditionals(lambda a: correlate_direct(a, k), x[..., 0]) == 0  # planes: nothing to merge
