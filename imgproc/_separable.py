@@ -429,8 +429,8 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     of W*C values, which XLA vectorises, not over an innermost axis of C values. Unless
     the result feeds another stage (``in_place``), the pass is a loop of its own on CPU,
     so that XLA fuses neither the reshape back to ``(B, H, W, C)`` nor a cast into it; its
-    border bands are then written in place. 2048x2048x3, eager (benchmarks/NOTES.md,
-    "Large kernels"): a 5x5 kernel on float32 45-61 -> 27-29 ms, on uint8 42-44 -> 37.
+    border bands are then written in place (measured: benchmarks/NOTES.md, "Large
+    kernels").
     """
     mode = check_mode(mode)
     x = _as_planes(planes)
