@@ -157,12 +157,12 @@ def _fused_term(x, cval, col, row, mode, interpret):
     return fused(x, jnp.asarray(cval, x.dtype))
 
 
-def _separable(x, terms, mode, cval, in_place, *, returned=False, fused=False, interpret=None):
+def _separable(x, terms, mode, cval, in_place, *, finish=None, fused=False, interpret=None):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes, in Pallas's interpret
     mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`).
-    ``returned``: the caller returns the result as it is (see :func:`run_lowering`)."""
-    returned = returned and len(terms) == 1
+    ``finish``: see :func:`run_lowering`."""
+    finish = finish if len(terms) == 1 else None
     interpret = (not runs_natively()) if interpret is None else interpret
     out = None
     for col, row in terms:
@@ -174,7 +174,7 @@ def _separable(x, terms, mode, cval, in_place, *, returned=False, fused=False, i
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place,
-                                  returned=returned)
+                                  finish=finish)
         out = y if out is None else out + y
     return out
 
@@ -184,24 +184,26 @@ def pass_terms(terms) -> int:
     return sum(centre_weight(col, row) is None for col, row in terms)
 
 
-def run_lowering(x, plan, mode, cval, *, in_place=False, returned=False):
+def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None):
     """Apply a planned correlation (see :func:`plan_lowering`) to the internal float
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
-    feeds another stage (:class:`imgproc._stages.LoweringHints`); ``returned``: the
-    program returns it as it is, no cast or other work after it (then the CPU passes may
-    end in a loop of their own: :data:`imgproc._separable.COLS_FUSED_MAX_TAPS`)."""
+    feeds another stage (:class:`imgproc._stages.LoweringHints`); ``finish``: the
+    program returns the result after this elementwise function (its cast to the image's
+    dtype), which the CPU passes may apply in a last loop of their own
+    (:data:`imgproc._separable.COLS_FUSED_MAX_TAPS`). The result is finished already
+    exactly when its dtype is no longer ``x``'s."""
     method, kernel, terms = plan
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
-            return _separable(x, terms, mode, cval, in_place, returned=returned)
+            return _separable(x, terms, mode, cval, in_place, finish=finish)
         # the program may still be compiled for the CPU (arrays put there on a GPU machine,
         # jit(backend="cpu")): the kernel only for CUDA, the passes elsewhere
         return lax.platform_dependent(
             x, jnp.asarray(cval, x.dtype),
             cuda=lambda v, c: _separable(v, terms, mode, c, in_place, fused=True, interpret=False),
-            default=lambda v, c: _separable(v, terms, mode, c, in_place, returned=returned))
+            default=lambda v, c: _separable(v, terms, mode, c, in_place))
     if method in TERM_METHODS:
-        return _separable(x, terms, mode, cval, in_place, returned=returned, fused=method == "pallas")
+        return _separable(x, terms, mode, cval, in_place, finish=finish, fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
@@ -211,11 +213,12 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, returned=False):
 
 def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False):
     x = to_bhwc(to_compute(image), layout)
-    # the body's result is the program's output as it is when no stage or cast follows
-    # it (LoweringHints) and the cast back to the image's dtype is none
-    returned = not (in_place or cast_after) and x.dtype == image.dtype
-    y = body(x, **traced, **dict(static), in_place=in_place, returned=returned)
-    return to_output(from_bhwc(y, image.shape), image.dtype)
+    # the body may cast its result to the image's dtype itself when no stage or other
+    # work follows it in the program (LoweringHints); what comes back in x's dtype is cast here
+    finish = None if in_place or cast_after else functools.partial(to_output, dtype=image.dtype)
+    y = body(x, **traced, **dict(static), in_place=in_place, finish=finish)
+    y = from_bhwc(y, image.shape)
+    return to_output(y, image.dtype) if y.dtype == x.dtype else y
 
 
 _stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
@@ -229,9 +232,9 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     hashable options (kernel sizes, modes, lowerings). The stage converts the image to
     float32 and back to its dtype (rounded and saturated once).
     ``hints.feeds_next`` (:class:`imgproc._stages.LoweringHints`) reaches the body as its
-    static ``in_place`` argument, and ``returned`` tells it that nothing follows its result
-    (no later stage, no ``hints.cast_after``, no cast back to the image's dtype); both are
-    part of the compiled stage's key like the options.
+    static ``in_place`` argument, and ``finish`` (the cast to the image's dtype) when nothing
+    else follows its result (no later stage, no ``hints.cast_after``); both are part of the
+    compiled stage's key like the options.
 
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
@@ -278,8 +281,8 @@ def _constant_stage(body, layout, static, in_place, cast_after, weights):
                                         in_place=in_place, cast_after=cast_after))
 
 
-def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, returned):
-    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, returned=returned)
+def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, finish):
+    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, finish=finish)
 
 
 # Inside a per-image loop on CPU (see auto_method): kernels of at most this many separable

@@ -185,8 +185,8 @@ def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
-def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place, returned):
-    del returned  # the blur is not the result
+def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place, finish):
+    del finish  # the blur is not the result
     blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
     return x + amount * (x - blurred)
 
@@ -213,8 +213,8 @@ def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode=
     return apply_stage(_unsharp_body, image, layout, traced, hints=hints, mode=mode, method=method)
 
 
-def _edges_body(x, plans, cval, *, mode, methods, in_place, returned):
-    del returned  # the passes are not the result
+def _edges_body(x, plans, cval, *, mode, methods, in_place, finish):
+    del finish  # the passes are not the result
     gy = run_lowering(x, (methods[0], *plans[0]), mode, cval, in_place=in_place)
     gx = run_lowering(x, (methods[1], *plans[1]), mode, cval, in_place=in_place)
     return jnp.sqrt(gy * gy + gx * gx)

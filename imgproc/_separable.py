@@ -200,11 +200,11 @@ EXTEND_MAX_TAPS = 9
 ROWS_LOOP_MAX_TERMS = 9
 
 # The last pass of a separable pair over rows of W*C values (C > 1) whose result the
-# program returns as it is: with more taps than this, it runs as a loop of its own. Fused
-# with the reshape back to (..., W, C), XLA's loop runs over the innermost C = 3 values
-# and does not vectorise: the 25-tap pass on 2048x2048x3 float32 took 14.7 ms fused, 4.5
-# alone (benchmarks/NOTES.md, "Large kernels"). Not where a cast or another stage follows
-# (the cast becomes a pass of its own: slower for uint8 images).
+# program returns (with its cast to the image's dtype, ``finish``): with more taps than
+# this, it runs as a loop of its own, the cast in it. Fused with the reshape back to
+# (..., W, C), XLA's loop runs over the innermost C = 3 values and does not vectorise: the
+# 25-tap pass on 2048x2048x3 float32 took 14.7 ms fused, 4.5 alone (benchmarks/NOTES.md,
+# "Large kernels"). Not where another stage reads the result.
 COLS_FUSED_MAX_TAPS = 9
 
 
@@ -331,7 +331,7 @@ def _as_planes(planes):
 
 
 def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None, in_place=False,
-                        returned=False):
+                        finish=None):
     """Separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     ``k_rows`` is applied along ``H`` (axis 1), then ``k_cols`` along ``W`` (axis 2);
@@ -340,9 +340,11 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     ``cval_after`` defaults to ``cval``) as float32. Weights may be concrete or traced;
     only their static length is used. ``in_place``: the result feeds another stage of
     the same program, so the last pass writes its border bands in place (see
-    :func:`_assemble`); ``returned``: the program returns the result as it is (no cast
-    or other work after it), so a long last pass may run as a loop of its own
-    (:data:`COLS_FUSED_MAX_TAPS`). Both change how XLA computes, never the numbers.
+    :func:`_assemble`); ``finish``: the program returns the result after this elementwise
+    function (the cast to the image's dtype), so a long last pass may run as a loop of its
+    own with ``finish`` applied in it (:data:`COLS_FUSED_MAX_TAPS`). Both change how XLA
+    computes, never the numbers; the result is ``finish``-ed exactly when its dtype is
+    no longer float32.
 
     On CPU the second pass does no border work of its own: its margin columns are the
     first pass over thin column strips of the *input*, so nothing but the second pass's
@@ -393,8 +395,8 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
         t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
         y = scratch(y)  # in a kept buffer when an eager call's program runs it (imgproc._output_buffers)
         cols_pass = lambda v: _shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
-        if returned and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
-            return in_own_loop(cols_pass, y).reshape(x.shape)
+        if finish is not None and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
+            return in_own_loop(lambda v: finish(cols_pass(v)), y).reshape(x.shape)
         return cols_pass(y).reshape(x.shape)
 
     y = _pass_1d(x, n1, t1, 1, mode, cval)

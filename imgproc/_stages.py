@@ -65,8 +65,8 @@ class LoweringHints:
         feeds_next: the stage's result feeds another stage of the same program (not the
             caller): filters then write their border bands in place.
         cast_after: the program converts the stage's result after it (a pipeline's cast
-            back to integer images, or its crop of a size bucket): filters then keep their
-            last loop fused with that work.
+            back to integer images, or its crop of a size bucket): filters then leave
+            their last loop to be fused with that work.
         in_loop: the stage is traced for one image at a time inside a per-image loop
             (``lax.map``): ``method="auto"`` takes it into account.
     """

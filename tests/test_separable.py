@@ -60,9 +60,9 @@ SEP_CASES = [
 
 
 # the last pass writes its border bands with a select (the program's output) or in place
-# (feeding another stage), and runs as a loop of its own where the program returns its
-# result as it is: all must give the reference
-BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "returned": {"returned": True}}
+# (feeding another stage), and runs as a loop of its own, the program's last conversion
+# in it, where nothing else reads the result: all must give the reference
+BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "finished": {"finish": lambda y: y}}
 
 
 @pytest.mark.parametrize("weights", ["constant", "traced"])
@@ -248,24 +248,36 @@ def _conditionals(fn, *args):
     return str(jax.make_jaxpr(fn)(*args)).count("cond[")
 
 
-def test_a_returned_long_last_pass_runs_alone_only_where_nothing_follows():
+def test_a_long_last_pass_runs_alone_with_the_cast_where_nothing_else_reads_it(rng):
     # the columns pass of more than COLS_FUSED_MAX_TAPS taps over (..., W, C) data is a loop
-    # of its own (a conditional: imgproc._fusion.in_own_loop) only when the program returns
-    # it as it is: a float32 filter, not a uint8 one (its cast stays fused), not a short kernel
+    # of its own (a conditional: imgproc._fusion.in_own_loop) with the program's last
+    # conversion (finish) in it, only where the program returns it: not for a short kernel,
+    # not where a stage reads the result or a pipeline still casts or crops it
     import imgproc
+    from imgproc._arrays import to_output
 
-    x = np.zeros((16, 40, 3), np.float32)
+    x = rng.random((1, 16, 40, 3), dtype=np.float32) * 255
     k = np.ones(11, np.float32) / 11
-    assert _conditionals(lambda a: correlate_separable(a, k, k, returned=True), x[None]) == 1
-    assert _conditionals(lambda a: correlate_separable(a, k, k), x[None]) == 0
-    assert _conditionals(lambda a: correlate_separable(a, k[:9], k[:9], returned=True), x[None]) == 0
+    to_uint8 = lambda y: to_output(y, np.uint8)  # noqa: E731
+    finished = correlate_separable(x, k, k, finish=to_uint8)
+    assert finished.dtype == np.uint8  # applied in the loop: the caller does not cast again
+    np.testing.assert_array_equal(finished, to_uint8(correlate_separable(x, k, k)))
+    assert correlate_separable(x, k[:9], k[:9], finish=to_uint8).dtype == np.float32  # left to the caller
+    assert _conditionals(lambda a: correlate_separable(a, k, k, finish=to_uint8), x) == 1
+    assert _conditionals(lambda a: correlate_separable(a, k, k), x) == 0
+    assert _conditionals(lambda a: correlate_separable(a, k[:9], k[:9], finish=to_uint8), x) == 0
+    image = x[0]
     blur = lambda a: imgproc.gaussian_blur(a, 3.0, method="separable")  # noqa: E731
-    assert _conditionals(blur, x) == _conditionals(blur, x.astype(np.uint8)) + 1
+    assert _conditionals(blur, image) == _conditionals(blur, image.astype(np.uint8)) == 1
+    np.testing.assert_array_equal(  # the eager uint8 call rounds and saturates once, as before
+        imgproc.gaussian_blur(image.astype(np.uint8), 3.0),
+        to_uint8(imgproc.gaussian_blur(image.astype(np.uint8).astype(np.float32), 3.0)))
     blur = lambda a: imgproc.gaussian_blur(a, 1.0, size=5, method="separable")  # noqa: E731
-    assert _conditionals(blur, x) == _conditionals(blur, x.astype(np.uint8)) == 0
-    # in a pipeline, the last stage's blur is returned as it is for float32 images only
+    assert _conditionals(blur, image) == _conditionals(blur, image.astype(np.uint8)) == 0
+    # in a pipeline, the last stage's blur is finished there for float32 images only: the
+    # pipeline casts integer images after its last stage
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 3.0, "method": "separable"}])
-    assert _conditionals(pipe, x[None]) == _conditionals(pipe, x[None].astype(np.uint8)) + 1
+    assert _conditionals(pipe, x) == _conditionals(pipe, x.astype(np.uint8)) + 1
 
 
 def test_a_direct_pass_over_colour_data_is_a_loop_of_its_own_unless_it_feeds_a_stage():
