@@ -323,6 +323,13 @@ def _assemble(inner, ext, bands, *, in_place: bool):
 # --------------------------------------------------------------------------- public API
 
 
+def _rows(a):
+    """``(P, H, W)`` or ``(B, H, W, C)`` data as ``(P, H, W*C)``: W and C merged into one
+    axis (a reshape), so that XLA's loops run over rows of contiguous values, which it
+    vectorises, not over an innermost axis of C values."""
+    return a.reshape(a.shape[:2] + (int(np.prod(a.shape[2:])),))
+
+
 def _as_planes(planes):
     planes = jnp.asarray(planes, jnp.float32)
     if planes.ndim not in (3, 4):
@@ -384,14 +391,11 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
         return (0, 0, start) + (0,) * (x.ndim - 3)
 
     if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
-        # W and C merged into one axis (a reshape): the loops then run over rows of
-        # W*C contiguous values, which XLA vectorises with the pad
         c = int(np.prod(x.shape[3:]))
-        rows = lambda a: a.reshape(a.shape[:2] + (a.shape[2] * c,))  # noqa: E731
-        y = _pass_1d(rows(x), n1, t1, 1, mode, cval, extend=(2, before * c, after * c))
+        y = _pass_1d(_rows(x), n1, t1, 1, mode, cval, extend=(2, before * c, after * c))
         for cols, start in ((col_idx[:before], 0), (col_idx[before + W:], before + W)):
             if len(cols):
-                y = jax.lax.dynamic_update_slice(y, rows(strip_pass1(cols)), (0, 0, start * c))
+                y = jax.lax.dynamic_update_slice(y, _rows(strip_pass1(cols)), (0, 0, start * c))
         t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
         y = scratch(y)  # in a kept buffer when an eager call's program runs it (imgproc._output_buffers)
         cols_pass = lambda v: _shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
@@ -427,8 +431,7 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     every plane ``p`` (``origin=0``), as float32. ``kernel2d`` may be concrete or traced;
     only its static shape is used. ``in_place`` as for :func:`correlate_separable`.
 
-    W and C are merged into one axis, as for the separable passes: the loops run over rows
-    of W*C values, which XLA vectorises, not over an innermost axis of C values. Unless
+    W and C are merged into one axis (:func:`_rows`), as for the separable passes. Unless
     the result feeds another stage (``in_place``), the pass is a loop of its own on CPU,
     so that XLA fuses neither the reshape back to ``(B, H, W, C)`` nor a cast into it; its
     border bands are then written in place (measured: benchmarks/NOTES.md, "Large
@@ -437,7 +440,7 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     mode = check_mode(mode)
     x = _as_planes(planes)
     c = int(np.prod(x.shape[3:]))
-    rows = x.reshape(x.shape[:2] + (x.shape[2] * c,))
+    rows = _rows(x)
     if c > 1 and not in_place and jax.default_backend() == "cpu":
         out = in_own_loop(lambda v: _correlate_direct_rows(v, kernel2d, c, mode, cval, True), rows)
     else:
