@@ -157,12 +157,13 @@ def _fused_term(x, cval, col, row, mode, interpret):
     return fused(x, jnp.asarray(cval, x.dtype))
 
 
-def _separable(x, terms, mode, cval, in_place, *, finish=None, fused=False, interpret=None):
+def _separable(x, terms, mode, cval, in_place, *, finish=None, keep=False, fused=False, interpret=None):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes, in Pallas's interpret
     mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`).
-    ``finish``: see :func:`run_lowering`."""
+    ``finish``, ``keep``: see :func:`run_lowering`."""
     finish = finish if len(terms) == 1 else None
+    keep = keep and len(terms) == 1
     interpret = (not runs_natively()) if interpret is None else interpret
     out = None
     for col, row in terms:
@@ -174,7 +175,7 @@ def _separable(x, terms, mode, cval, in_place, *, finish=None, fused=False, inte
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place,
-                                  finish=finish)
+                                  finish=finish, keep=keep)
         out = y if out is None else out + y
     return out
 
@@ -184,18 +185,21 @@ def pass_terms(terms) -> int:
     return sum(centre_weight(col, row) is None for col, row in terms)
 
 
-def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None):
+def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False):
     """Apply a planned correlation (see :func:`plan_lowering`) to the internal float
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
     feeds another stage (:class:`imgproc._stages.LoweringHints`); ``finish``: the
     program returns the result after this elementwise function (its cast to the image's
     dtype), which the CPU passes may apply in a last loop of their own
     (:data:`imgproc._separable.COLS_FUSED_MAX_TAPS`). The result is finished already
-    exactly when its dtype is no longer ``x``'s."""
+    exactly when its dtype is no longer ``x``'s. ``keep``: the stage reads the result
+    once more, elementwise, and returns what it computes from it (an unsharp mask's
+    combination), so the CPU passes may run their last loop on its own as for ``finish``,
+    its result in a kept buffer (:func:`imgproc._output_buffers.scratch`)."""
     method, kernel, terms = plan
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
-            return _separable(x, terms, mode, cval, in_place, finish=finish)
+            return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep)
         # the program may still be compiled for the CPU (arrays put there on a GPU machine,
         # jit(backend="cpu")): the kernel only for CUDA, the passes elsewhere
         return lax.platform_dependent(
@@ -203,7 +207,7 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None):
             cuda=lambda v, c: _separable(v, terms, mode, c, in_place, fused=True, interpret=False),
             default=lambda v, c: _separable(v, terms, mode, c, in_place))
     if method in TERM_METHODS:
-        return _separable(x, terms, mode, cval, in_place, finish=finish, fused=method == "pallas")
+        return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":

@@ -186,8 +186,9 @@ def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints
 
 
 def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place, finish):
-    del finish  # the blur is not the result
-    blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place)
+    # with finish (nothing else follows), the blur's long last pass may run on its own
+    # (keep): the combination and cast then run as one elementwise loop after it
+    blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, keep=finish is not None)
     return x + amount * (x - blurred)
 
 

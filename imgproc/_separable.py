@@ -338,7 +338,7 @@ def _as_planes(planes):
 
 
 def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None, in_place=False,
-                        finish=None):
+                        finish=None, keep=False):
     """Separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     ``k_rows`` is applied along ``H`` (axis 1), then ``k_cols`` along ``W`` (axis 2);
@@ -351,7 +351,10 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     function (the cast to the image's dtype), so a long last pass may run as a loop of its
     own with ``finish`` applied in it (:data:`COLS_FUSED_MAX_TAPS`). Both change how XLA
     computes, never the numbers; the result is ``finish``-ed exactly when its dtype is
-    no longer float32.
+    no longer float32. ``keep``: the caller reads the result once more, elementwise (an
+    unsharp mask's combination), and returns what it computes: the long last pass runs
+    as a loop of its own as for ``finish``, its result marked
+    :func:`imgproc._output_buffers.scratch` (a kept buffer, not fresh pages).
 
     On CPU the second pass does no border work of its own: its margin columns are the
     first pass over thin column strips of the *input*, so nothing but the second pass's
@@ -401,6 +404,8 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
         cols_pass = lambda v: _shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
         if finish is not None and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
             return in_own_loop(lambda v: finish(cols_pass(v)), y).reshape(x.shape)
+        if keep and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
+            return scratch(in_own_loop(cols_pass, y)).reshape(x.shape)
         return cols_pass(y).reshape(x.shape)
 
     y = _pass_1d(x, n1, t1, 1, mode, cval)

@@ -107,6 +107,12 @@ CASES = [
         lambda p, mode, cval: p + 0.7 * (p - ndi.gaussian_filter(p, 1.0, mode=mode, cval=cval)),
         keeps_mean=True,
     ),
+    Case(  # 13 taps: the blur's last pass runs on its own before the combination (keep)
+        "unsharp_mask_wide",
+        lambda x, **o: imgproc.unsharp_mask(x, sigma=1.5, amount=1.2, **o),
+        lambda p, mode, cval: p + 1.2 * (p - ndi.gaussian_filter(p, 1.5, mode=mode, cval=cval)),
+        keeps_mean=True,
+    ),
 ]
 CASE_IDS = [c.name for c in CASES]
 

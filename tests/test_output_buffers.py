@@ -126,6 +126,19 @@ def test_the_first_pass_is_written_into_a_kept_scratch_buffer(image):
     np.testing.assert_array_equal(again, out)
 
 
+def test_an_unsharp_masks_blur_run_alone_is_kept_too(image):
+    # sigma = 3: the blur's last pass runs on its own (the combination reads it), its
+    # result (the whole blur, rows of W*C values) kept beside the first pass's buffers
+    blur = ((1, 300, 1200), "<f4")
+    imgproc.gaussian_blur(image, 3.0)  # there the blur is the output: not kept as scratch
+    assert blur not in buffers.kept()
+    expected = imgproc.unsharp_mask(jnp.asarray(image), sigma=3.0)
+    out = imgproc.unsharp_mask(image, sigma=3.0)
+    assert buffers.kept()[blur] == 1
+    np.testing.assert_array_equal(out, np.asarray(expected))
+    np.testing.assert_array_equal(imgproc.unsharp_mask(image, sigma=3.0), out)
+
+
 def test_scratch_is_marked_only_at_the_programs_own_level(image):
     """Inside jit, vmap or a pipeline's per-image loop nothing is collected (no tracer
     leaks out of an inner trace) and the values are the plain ones."""

@@ -280,6 +280,32 @@ def test_a_long_last_pass_runs_alone_with_the_cast_where_nothing_else_reads_it(r
     assert _conditionals(pipe, x) == _conditionals(pipe, x.astype(np.uint8)) + 1
 
 
+def test_a_long_last_pass_read_again_elementwise_runs_alone_into_a_kept_buffer(rng):
+    # keep (the unsharp mask's combination reads the blur): the long columns pass is a loop
+    # of its own as with finish, and its result is left unfinished for the caller
+    import imgproc
+
+    x = rng.random((1, 16, 40, 3), dtype=np.float32)
+    k = np.ones(11, np.float32) / 11
+    # the same sums; the loop alone may round the last bit otherwise (vectorised differently)
+    np.testing.assert_allclose(correlate_separable(x, k, k, keep=True), correlate_separable(x, k, k),
+                               rtol=0, atol=1e-6)
+    assert _conditionals(lambda a: correlate_separable(a, k, k, keep=True), x) == 1
+    assert _conditionals(lambda a: correlate_separable(a, k[:9], k[:9], keep=True), x) == 0
+    assert _conditionals(lambda a: correlate_separable(a, k, k, keep=True), x[..., 0]) == 0  # planes
+    image = x[0] * 255
+    sharp = lambda a: imgproc.unsharp_mask(a, sigma=3.0, method="separable")  # noqa: E731
+    assert _conditionals(sharp, image) == _conditionals(sharp, image.astype(np.uint8)) == 1
+    sharp = lambda a: imgproc.unsharp_mask(a, sigma=1.0, method="separable")  # noqa: E731
+    assert _conditionals(sharp, image) == 0
+    # in a pipeline: the last stage of float32 images only (integer images are cast after
+    # it), and never a stage that feeds the next
+    pipe = imgproc.Pipeline([{"op": "unsharp_mask", "sigma": 3.0, "method": "separable"}])
+    assert _conditionals(pipe, x) == _conditionals(pipe, x.astype(np.uint8)) + 1
+    pipe = imgproc.Pipeline([{"op": "unsharp_mask", "sigma": 3.0, "method": "separable"}, {"op": "sharpen"}])
+    assert _conditionals(pipe, x) == 0
+
+
 def test_a_direct_pass_over_colour_data_is_a_loop_of_its_own_unless_it_feeds_a_stage():
     x = np.zeros((1, 12, 10, 3), np.float32)
     k = np.arange(9, dtype=np.float32).reshape(3, 3)
