@@ -225,9 +225,6 @@ def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False
     return to_output(y, image.dtype) if y.dtype == x.dtype else y
 
 
-_stage = jax.jit(_stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
-
-
 def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     """Run ``body(x, **traced, **static)`` as one compiled stage on ``image``.
 
@@ -246,8 +243,9 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     with the weights as constants too (faster: benchmarks/NOTES.md, "Lowering choices"),
     one program per distinct weights, the last :data:`EAGER_PROGRAMS` kept
     (:func:`_constant_stage`): a sweep over sigma compiles once per value and its memory
-    stays bounded. Weights that are themselves traced (a ``jax.Array`` sigma inside
-    ``jit``) are arguments of one program for all values.
+    stays bounded. Values that are themselves traced (a ``jax.Array`` sigma inside
+    ``jit``, ``jax.grad`` with respect to ``cval``) are arguments of one program for all
+    their values, the concrete ones still constants (:func:`_partly_constant_stage`).
     """
     static = tuple(sorted(static.items()))
     hints = hints or NO_HINTS
@@ -257,10 +255,9 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     if isinstance(image, jax.core.Tracer):
         return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place,
                          cast_after=cast_after)
-    weights = _weights_key(traced)
-    if weights is None:
-        return _stage(image, traced, body=body, layout=layout, static=static, in_place=in_place,
-                      cast_after=cast_after)
+    weights, tracers = _weights_key(traced)
+    if tracers:  # under a transformation (jax.grad of cval or sigma): the rest still constants
+        return _partly_constant_stage(body, layout, static, in_place, cast_after, weights)(image, tracers)
     return _constant_stage(body, layout, static, in_place, cast_after, weights)(image)
 
 
@@ -269,20 +266,40 @@ EAGER_PROGRAMS = 32
 
 
 def _weights_key(traced: dict):
-    """A hashable copy of the concrete ``traced`` values (``None`` when one is traced)."""
+    """``(key, tracers)``: a hashable copy of the concrete ``traced`` values (``None`` in
+    the place of each traced one) and the traced values, in order."""
     leaves, tree = jax.tree_util.tree_flatten(traced)
-    if any(isinstance(v, jax.core.Tracer) for v in leaves):
-        return None
-    arrays = [np.asarray(v) for v in leaves]
-    return tree, tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays)
+    tracers = [v for v in leaves if isinstance(v, jax.core.Tracer)]
+    arrays = [None if isinstance(v, jax.core.Tracer) else np.asarray(v) for v in leaves]
+    return (tree, tuple(None if a is None else (a.dtype.str, a.shape, a.tobytes()) for a in arrays)), tracers
+
+
+def _weights(weights, tracers=()):
+    """The ``traced`` dict back from :func:`_weights_key`: constants, and ``tracers`` in the
+    places of the traced values."""
+    tree, leaves = weights
+    fill = iter(tracers)
+    return jax.tree_util.tree_unflatten(
+        tree, [next(fill) if v is None else np.frombuffer(v[2], np.dtype(v[0])).reshape(v[1]) for v in leaves])
 
 
 @functools.lru_cache(maxsize=EAGER_PROGRAMS)
 def _constant_stage(body, layout, static, in_place, cast_after, weights):
-    tree, leaves = weights
-    values = jax.tree_util.tree_unflatten(tree, [np.frombuffer(b, np.dtype(d)).reshape(s) for d, s, b in leaves])
-    return IntoBuffer(functools.partial(_stage_fn, traced=values, body=body, layout=layout, static=static,
+    return IntoBuffer(functools.partial(_stage_fn, traced=_weights(weights), body=body, layout=layout, static=static,
                                         in_place=in_place, cast_after=cast_after))
+
+
+@functools.lru_cache(maxsize=EAGER_PROGRAMS)
+def _partly_constant_stage(body, layout, static, in_place, cast_after, weights):
+    """A stage called with some of its values traced by a transformation around it (the
+    image concrete): the concrete ones compiled in as constants, as in
+    :func:`_constant_stage` (the ``"pallas"`` lowering needs its weights so), the traced
+    ones arguments."""
+    def stage(image, tracers):
+        return _stage_fn(image, _weights(weights, tracers), body=body, layout=layout, static=static,
+                         in_place=in_place, cast_after=cast_after)
+
+    return jax.jit(stage)
 
 
 def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, finish):
