@@ -65,7 +65,7 @@ import numpy as np
 
 __all__ = ["HOST_ALIGNMENT", "IntoBuffer", "KEPT_BYTES", "KEPT_PER_SHAPE", "MIN_BYTES", "STAGING_PER_SHAPE",
            "aligned_empty", "aligned_flat_view", "aligned_view", "flat_argument", "flat_view_offset", "from_flat",
-           "host_buffer", "keep", "kept", "kept_bytes", "on_one_cpu", "release", "scratch"]
+           "host_buffer", "keep", "kept", "kept_as_scratch", "kept_bytes", "on_one_cpu", "release", "scratch"]
 
 MIN_BYTES = 1 << 20  # smaller results are copied out (imgproc._types.VIEW_MIN_BYTES): nothing to take back
 KEPT_PER_SHAPE = 4  # a threaded batch split writes two at once; a caller may hold the last one or two
@@ -270,10 +270,16 @@ def scratch(array):
     docstring): inside an :class:`IntoBuffer` trace, and only at its own level (not in a
     ``vmap`` or loop body traced within it), it is written into a kept buffer. Returns
     ``array``."""
-    trace = getattr(_marking, "trace", None)
-    if trace is not None and getattr(array, "_trace", None) is trace and array.size * array.dtype.itemsize >= MIN_BYTES:
+    if kept_as_scratch(array):
         _marking.arrays.append(array)
     return array
+
+
+def kept_as_scratch(array) -> bool:
+    """Whether :func:`scratch` would write ``array`` into a kept buffer (not XLA's fresh
+    memory): a lowering may choose its form by that."""
+    trace = getattr(_marking, "trace", None)
+    return trace is not None and getattr(array, "_trace", None) is trace and array.size * array.dtype.itemsize >= MIN_BYTES
 
 
 def _run_viewed(fn, image, *args, view, **kwargs):

@@ -27,13 +27,15 @@ skipped and symmetric 1-D kernels use ``w_k * (x[i-k] + x[i+k])`` (half the mult
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import jax
 import jax.numpy as jnp
 
 from imgproc._boundary import check_mode, index_map
 from imgproc._fusion import in_own_loop
-from imgproc._output_buffers import scratch
+from imgproc._output_buffers import kept_as_scratch, scratch
 
 __all__ = ["correlate_direct", "correlate_separable"]
 
@@ -191,13 +193,27 @@ def _shifted_sum(xe, terms, out_shape, axes):
 # concrete ones always do (see correlate_separable).
 EXTEND_MAX_TAPS = 9
 
-# A pass along the rows (axis 1) with more terms than this sums them in two loops: the
-# first half in a loop of its own, the second half and that sum in the loop that writes
-# the result. One loop reading 25 rows at a time (12 pairs and the centre: sigma = 3)
-# ran far slower than two reading 12-13 each, most of all when it wrote a buffer wider
-# than its input (the column-extended first pass): 2048x6144 float32, AMD Zen 4, 62 ms
-# against 41 (benchmarks/NOTES.md, "Large kernels").
-ROWS_LOOP_MAX_TERMS = 9
+# A pass along the rows (axis 1) of at least this many terms (19 taps and up) sums them in
+# two loops: the first half in a loop of its own, the second half and that sum in the loop
+# that writes the result. One loop reading 25 rows at a time (sigma = 3) ran slower,
+# most of all on uint8 images and at row lengths that are a multiple of 4 KiB (2048x3
+# float32 values), which put all the rows a tap reads in one set of an x86 L1 cache (4 KiB
+# ways, 8 of them): 25 taps on 2048x6144 float32, AMD Zen 4, 27.7 ms in one loop against
+# 11 at other lengths. There, where more than L1_WAYS rows would share a set and the copy
+# goes to kept memory (an eager call: imgproc._output_buffers.scratch), the pass reads a
+# copy of its input in rows longer by ROWS_PAD values, in one loop (benchmarks/NOTES.md,
+# "Large kernels").
+ROWS_SPLIT_MIN_TERMS = 10
+L1_WAYS = 8
+ROWS_PAD = 16
+
+
+def rows_alias(row_bytes: int, n: int) -> bool:
+    """Whether ``n`` rows ``row_bytes`` apart put more than :data:`L1_WAYS` of them in one
+    set of a cache with 4 KiB ways and 64-byte lines (x86's L1 data caches)."""
+    sets = collections.Counter((k * row_bytes) % 4096 // 64 for k in range(n))
+    return max(sets.values(), default=0) > L1_WAYS
+
 
 # The last pass of a separable pair over rows of W*C values (C > 1) whose result the
 # program returns (with its cast to the image's dtype, ``finish``): with more taps than
@@ -217,13 +233,12 @@ def pad_first() -> bool:
     return jax.default_backend() != "cpu"
 
 
-def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, strip=False):
+def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, split=False):
     """Correlate ``x`` along ``axis`` with an ``n``-tap kernel given as ``terms``.
 
     ``extend=(axis2, before, after)`` returns the result zero-extended along ``axis2``
     (written into the larger buffer by the same loop; the caller fills the margins).
-    ``strip``: ``x`` is a strip of a few columns, whose rows stay in cache: its interior
-    is one loop whatever the number of terms (:func:`_interior`)."""
+    ``split``: the interior's terms are summed in two loops (:func:`_interior`)."""
     L = x.shape[axis]
     before = n // 2
     after = n - 1 - before
@@ -267,16 +282,16 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, strip=Fals
             st[extend[0]] = extend[1]
         return tuple(st)
 
-    return _assemble(_interior(x, terms, tuple(shape), axis, one_loop=strip), ext,
+    return _assemble(_interior(x, terms, tuple(shape), axis, split), ext,
                      [(band(0, before), at(0)), (band(L - after, after), at(L - after))], in_place=True)
 
 
-def _interior(x, terms, shape, axis: int, *, one_loop: bool):
-    """The shifted sum of a 1-D pass's interior; along the rows, unless ``one_loop``, in
-    two loops when it has more than :data:`ROWS_LOOP_MAX_TERMS` terms (the first half's
-    sum a kept scratch buffer when an eager call runs it:
-    :func:`imgproc._output_buffers.scratch`)."""
-    if one_loop or axis != 1 or len(terms) <= ROWS_LOOP_MAX_TERMS:
+def _interior(x, terms, shape, axis: int, split: bool):
+    """The shifted sum of a 1-D pass's interior; with ``split``, in two loops: the first
+    half of the terms in a loop of its own (its sum a kept scratch buffer when an eager
+    call runs it: :func:`imgproc._output_buffers.scratch`), the rest and that sum in the
+    loop that writes the result (:data:`ROWS_SPLIT_MIN_TERMS`)."""
+    if not split:
         return _shifted_sum(x, terms, shape, (axis,))
     half = len(terms) // 2
     first = scratch(in_own_loop(lambda v: _shifted_sum(v, terms[:half], shape, (axis,)), x))
@@ -384,7 +399,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     def strip_pass1(cols):
         """The first pass over the input's columns ``cols`` (extended indices)."""
-        strip = _pass_1d(_gather(x, cols, 2, cval), n1, t1, 1, mode, cval, strip=True)
+        strip = _pass_1d(_gather(x, cols, 2, cval), n1, t1, 1, mode, cval)
         if mode == "constant":  # columns outside the image hold cval_after after pass 1
             outside = jnp.asarray(np.asarray(cols) < 0).reshape((1, 1, -1) + (1,) * (x.ndim - 3))
             strip = jnp.where(outside, jnp.asarray(cval_after, strip.dtype), strip)
@@ -395,7 +410,12 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
         c = int(np.prod(x.shape[3:]))
-        y = _pass_1d(_rows(x), n1, t1, 1, mode, cval, extend=(2, before * c, after * c))
+        rows, split = _rows(x), len(t1) >= ROWS_SPLIT_MIN_TERMS
+        if split and rows_alias(W * c * 4, n1) and kept_as_scratch(rows):  # the copy in kept memory
+            pad = [(0, 0, 0), (0, 0, 0), (0, ROWS_PAD, 0)]
+            rows = scratch(in_own_loop(lambda v: jax.lax.pad(v, jnp.zeros((), v.dtype), pad), rows))[:, :, :W * c]
+            split = False
+        y = _pass_1d(rows, n1, t1, 1, mode, cval, extend=(2, before * c, after * c), split=split)
         for cols, start in ((col_idx[:before], 0), (col_idx[before + W:], before + W)):
             if len(cols):
                 y = jax.lax.dynamic_update_slice(y, _rows(strip_pass1(cols)), (0, 0, start * c))

@@ -112,11 +112,11 @@ def test_separable_symmetric_kernel(mode, rng):
 
 
 def test_rows_pass_with_many_terms_runs_in_two_loops():
-    """A rows pass of more than ROWS_LOOP_MAX_TERMS terms sums its first half in a loop of
+    """A rows pass of at least ROWS_SPLIT_MIN_TERMS terms sums its first half in a loop of
     its own (a conditional's result, on CPU); the columns pass and short rows passes do not."""
     from jaxprs import equations
 
-    from imgproc._separable import ROWS_LOOP_MAX_TERMS
+    from imgproc._separable import ROWS_SPLIT_MIN_TERMS
 
     x = np.zeros((1, 64, 64), np.float32)
 
@@ -124,10 +124,47 @@ def test_rows_pass_with_many_terms_runs_in_two_loops():
         kr, kc = np.ones(n_rows, np.float32), np.ones(n_cols, np.float32)  # symmetric: (n + 1) // 2 terms
         return len(equations(jax.make_jaxpr(lambda a: correlate_separable(a, kr, kc))(x).jaxpr, "cond"))
 
-    most = 2 * ROWS_LOOP_MAX_TERMS - 1  # the longest symmetric kernel with ROWS_LOOP_MAX_TERMS terms
+    most = 2 * ROWS_SPLIT_MIN_TERMS - 3  # the longest symmetric kernel with fewer terms
     assert conds(most, 25) == 0
     assert conds(most + 2, 5) == 1
     assert conds(25, 5) == 1
+
+
+def test_rows_alias_counts_rows_per_cache_set():
+    from imgproc._separable import L1_WAYS, rows_alias
+
+    assert rows_alias(2048 * 3 * 4, 25)  # 24 KiB rows: all 25 in one set
+    assert rows_alias(4096, L1_WAYS + 1) and not rows_alias(4096, L1_WAYS)
+    assert not rows_alias(1920 * 3 * 4, 25)  # 22.5 KiB: spread over the sets
+    assert not rows_alias(2048 * 3 * 4 + 64, 25)  # one line longer: the restrided copy
+    assert not rows_alias(2048 * 3, 13) and rows_alias(2048 * 3, 25)  # 6 KiB: two sets
+
+
+def test_an_eager_long_rows_pass_at_an_aliasing_width_reads_a_restrided_copy(rng):
+    """Rows of a multiple of 4 KiB and 19 taps or more: an eager call copies the input into
+    rows ROWS_PAD values longer (kept memory) and sums in one loop; inside jit (the copy
+    would be fresh memory) the two loops stay. Both give scipy's values."""
+    import imgproc
+    from imgproc import _output_buffers as buffers
+    from imgproc._separable import ROWS_PAD
+
+    image = rng.random((96, 1024, 3), dtype=np.float32)  # rows of 12 KiB, 1.2 MB
+    for mode in MODES:
+        ref = np.stack([ndi.gaussian_filter(image[..., c].astype(np.float64), 3.0, mode=mode, cval=CVAL)
+                        for c in range(3)], -1)
+        buffers.release()
+        eager = imgproc.gaussian_blur(image, 3.0, mode=mode, cval=CVAL)
+        assert ((1, 96, 1024 * 3 + ROWS_PAD), "<f4") in buffers.kept()
+        assert not any(shape[1] == 96 - 24 for shape, _ in buffers.kept())  # no first-half sum: one loop
+        jitted = jax.jit(lambda a: imgproc.gaussian_blur(a, 3.0, mode=mode, cval=CVAL))(image)
+        np.testing.assert_allclose(eager, ref, rtol=0, atol=TOL)
+        np.testing.assert_allclose(np.asarray(jitted), ref, rtol=0, atol=TOL)
+    np.testing.assert_array_equal(imgproc.gaussian_blur(image, 3.0, mode=mode, cval=CVAL), eager)  # again
+    buffers.release()
+    narrower = image[:, :1000].copy()  # 11.7 KiB rows: no copy
+    imgproc.gaussian_blur(narrower, 3.0)
+    assert not any(shape[-1] == 1000 * 3 + ROWS_PAD for shape, _ in buffers.kept())
+    buffers.release()
 
 
 # (P, H, W), kernel shape
