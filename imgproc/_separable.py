@@ -380,7 +380,10 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     * with concrete ``k_rows`` (compiled in as constants), or traced ones of up to
       :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended by the
       second kernel's radius along ``W`` (the pad fuses into its loop), the strips fill
-      the margins in place and the second pass is a plain shifted sum over it;
+      the margins in place and the second pass is a plain shifted sum over it. A first
+      pass of :data:`ROWS_SPLIT_MIN_TERMS` terms or more runs in two loops, or, at a
+      width whose rows alias in the L1 cache (:func:`rows_alias`) with its input copy in
+      kept memory, in one loop over that copy in longer rows;
     * above that with traced weights (read from memory inside the loop), the pad along
       ``W`` slows the heavier first loop down, so the
       second pass sums the interior and puts the strips' results over its border
