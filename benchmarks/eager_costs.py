@@ -17,7 +17,10 @@ x = np.random.default_rng(0).random((2048, 2048, 3), dtype=np.float32)
 xa = host_aligned(x)
 dev = jnp.asarray(x)
 f = jax.jit(lambda a: imgproc.gaussian_blur(a, 1.0, size=5))
-args_stage = lambda a: _convolution._stage(a, {"kernel": None, "terms": tuple((np.asarray(c), np.asarray(r)) for c, r in [(imgproc.kernels.gaussian_1d(1.0, size=5),) * 2]), "cval": jnp.float32(0)}, body=_convolution.correlate_body, layout="HWC", static=(("method", "separable"), ("mode", "reflect")), in_place=False)
+# the stage compiled with its weights as arguments (the library keeps no such program since
+# 2026-11-27: traced values come only from a transformation around the call)
+_args_program = jax.jit(_convolution._stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
+args_stage = lambda a: _args_program(a, {"kernel": None, "terms": tuple((np.asarray(c), np.asarray(r)) for c, r in [(imgproc.kernels.gaussian_1d(1.0, size=5),) * 2]), "cval": jnp.float32(0)}, body=_convolution.correlate_body, layout="HWC", static=(("method", "separable"), ("mode", "reflect")), in_place=False)
 
 def copy_out():  # the old hand-over: a writable copy of the result
     return np.array(f(dev))
