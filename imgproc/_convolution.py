@@ -157,11 +157,12 @@ def _fused_term(x, cval, col, row, mode, interpret):
     return fused(x, jnp.asarray(cval, x.dtype))
 
 
-def _separable(x, terms, mode, cval, in_place, *, finish=None, keep=False, fused=False, interpret=None):
+def _separable(x, terms, mode, cval, in_place, *, finish=None, keep=False, float_rows=False, fused=False,
+               interpret=None):
     """Sum of the separable ``terms``; ``fused``: each term that needs passes as one Pallas
     kernel (the ``"pallas"`` lowering) instead of two XLA passes, in Pallas's interpret
     mode when ``interpret`` (``None``: off a GPU, :func:`imgproc._pallas.runs_natively`).
-    ``finish``, ``keep``: see :func:`run_lowering`."""
+    ``finish``, ``keep``, ``float_rows``: see :func:`run_lowering`."""
     finish = finish if len(terms) == 1 else None
     keep = keep and len(terms) == 1
     interpret = (not runs_natively()) if interpret is None else interpret
@@ -175,7 +176,7 @@ def _separable(x, terms, mode, cval, in_place, *, finish=None, keep=False, fused
         else:  # outside the image, the vertical pass of a constant cval is cval * sum(col)
             y = _correlate_passes(x, col, row, mode=mode, cval=cval,
                                   cval_after=cval * jnp.sum(jnp.asarray(col)), in_place=in_place,
-                                  finish=finish, keep=keep)
+                                  finish=finish, keep=keep, float_rows=float_rows)
         out = y if out is None else out + y
     return out
 
@@ -185,7 +186,7 @@ def pass_terms(terms) -> int:
     return sum(centre_weight(col, row) is None for col, row in terms)
 
 
-def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False):
+def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False, float_rows=False):
     """Apply a planned correlation (see :func:`plan_lowering`) to the internal float
     ``(B, H, W, C)`` array ``x``. Called inside traced code. ``in_place``: the result
     feeds another stage (:class:`imgproc._stages.LoweringHints`); ``finish``: the
@@ -195,11 +196,13 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     exactly when its dtype is no longer ``x``'s. ``keep``: the stage reads the result
     once more, elementwise, and returns what it computes from it (an unsharp mask's
     combination), so the CPU passes may run their last loop on its own as for ``finish``,
-    its result in a kept buffer (:func:`imgproc._output_buffers.scratch`)."""
+    its result in a kept buffer (:func:`imgproc._output_buffers.scratch`). ``float_rows``:
+    the program's loops read ``x`` from float32 values, not from integers converted in
+    the same loop (:data:`imgproc._separable.ROWS_SPLIT_MIN_TERMS`)."""
     method, kernel, terms = plan
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
-            return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep)
+            return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, float_rows=float_rows)
         # the program may still be compiled for the CPU (arrays put there on a GPU machine,
         # jit(backend="cpu")): the kernel only for CUDA, the passes elsewhere
         return lax.platform_dependent(
@@ -207,7 +210,8 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
             cuda=lambda v, c: _separable(v, terms, mode, c, in_place, fused=True, interpret=False),
             default=lambda v, c: _separable(v, terms, mode, c, in_place))
     if method in TERM_METHODS:
-        return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, fused=method == "pallas")
+        return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, float_rows=float_rows,
+                          fused=method == "pallas")
     if method == "direct":
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
@@ -215,12 +219,13 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     return _convolve2d(x, kernel, mode, cval)
 
 
-def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False):
+def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False, from_integers=False):
     x = to_bhwc(to_compute(image), layout)
+    float_rows = jnp.dtype(image.dtype) == jnp.float32 and not from_integers  # what the loops read
     # the body may cast its result to the image's dtype itself when no stage or other
     # work follows it in the program (LoweringHints); what comes back in x's dtype is cast here
     finish = None if in_place or cast_after else functools.partial(to_output, dtype=image.dtype)
-    y = body(x, **traced, **dict(static), in_place=in_place, finish=finish)
+    y = body(x, **traced, **dict(static), in_place=in_place, finish=finish, float_rows=float_rows)
     y = from_bhwc(y, image.shape)
     return to_output(y, image.dtype) if y.dtype == x.dtype else y
 
@@ -254,11 +259,12 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     traced = traced or {}
     if isinstance(image, jax.core.Tracer):
         return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place,
-                         cast_after=cast_after)
+                         cast_after=cast_after, from_integers=hints.from_integers)
     weights, tracers = _weights_key(traced)
     if tracers:  # under a transformation (jax.grad of cval or sigma): the rest still constants
-        return _partly_constant_stage(body, layout, static, in_place, cast_after, weights)(image, tracers)
-    return _constant_stage(body, layout, static, in_place, cast_after, weights)(image)
+        return _partly_constant_stage(body, layout, static, in_place, cast_after, hints.from_integers,
+                                      weights)(image, tracers)
+    return _constant_stage(body, layout, static, in_place, cast_after, hints.from_integers, weights)(image)
 
 
 # Eagerly called stages compiled with their weights as constants, most recently used kept.
@@ -284,26 +290,27 @@ def _weights(weights, tracers=()):
 
 
 @functools.lru_cache(maxsize=EAGER_PROGRAMS)
-def _constant_stage(body, layout, static, in_place, cast_after, weights):
+def _constant_stage(body, layout, static, in_place, cast_after, from_integers, weights):
     return IntoBuffer(functools.partial(_stage_fn, traced=_weights(weights), body=body, layout=layout, static=static,
-                                        in_place=in_place, cast_after=cast_after))
+                                        in_place=in_place, cast_after=cast_after, from_integers=from_integers))
 
 
 @functools.lru_cache(maxsize=EAGER_PROGRAMS)
-def _partly_constant_stage(body, layout, static, in_place, cast_after, weights):
+def _partly_constant_stage(body, layout, static, in_place, cast_after, from_integers, weights):
     """A stage called with some of its values traced by a transformation around it (the
     image concrete): the concrete ones compiled in as constants, as in
     :func:`_constant_stage` (the ``"pallas"`` lowering needs its weights so), the traced
     ones arguments."""
     def stage(image, tracers):
         return _stage_fn(image, _weights(weights, tracers), body=body, layout=layout, static=static,
-                         in_place=in_place, cast_after=cast_after)
+                         in_place=in_place, cast_after=cast_after, from_integers=from_integers)
 
     return jax.jit(stage)
 
 
-def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, finish):
-    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, finish=finish)
+def correlate_body(x, kernel, terms, cval, *, mode, method, in_place, finish, float_rows):
+    return run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, finish=finish,
+                        float_rows=float_rows)
 
 
 # Inside a per-image loop on CPU (see auto_method): kernels of at most this many separable

@@ -185,10 +185,11 @@ def emboss(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
 
 
-def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place, finish):
+def _unsharp_body(x, kernel, terms, cval, amount, *, mode, method, in_place, finish, float_rows):
     # with finish (nothing else follows), the blur's long last pass may run on its own
     # (keep): the combination and cast then run as one elementwise loop after it
-    blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, keep=finish is not None)
+    blurred = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, keep=finish is not None,
+                           float_rows=float_rows)
     return x + amount * (x - blurred)
 
 
@@ -214,8 +215,8 @@ def unsharp_mask(image, *, sigma=1.0, amount=1.0, size=None, truncate=4.0, mode=
     return apply_stage(_unsharp_body, image, layout, traced, hints=hints, mode=mode, method=method)
 
 
-def _edges_body(x, plans, cval, *, mode, methods, in_place, finish):
-    del finish  # the passes are not the result
+def _edges_body(x, plans, cval, *, mode, methods, in_place, finish, float_rows):
+    del finish, float_rows  # the passes are not the result; 3 taps
     gy = run_lowering(x, (methods[0], *plans[0]), mode, cval, in_place=in_place)
     gx = run_lowering(x, (methods[1], *plans[1]), mode, cval, in_place=in_place)
     return jnp.sqrt(gy * gy + gx * gx)

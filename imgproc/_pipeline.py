@@ -341,7 +341,8 @@ class Pipeline:
                 # a stage feeding another one writes its border bands in place (cheaper
                 # for XLA there; the last stage's output goes to the caller)
                 hints = LoweringHints(feeds_next=s + 1 < len(self.stages),
-                                      cast_after=out_dtype != jnp.float32 or true_hw is not None)
+                                      cast_after=out_dtype != jnp.float32 or true_hw is not None,
+                                      from_integers=s == 0 and jnp.issubdtype(images.dtype, jnp.integer))
                 x = stage(x, layout=layout, max_value=max_value, hints=hints)
                 if stage.info.out_dtype is not None:
                     max_value = 1.0  # normalize / to_float: float output, later stages see [0, 1]

@@ -194,15 +194,16 @@ def _shifted_sum(xe, terms, out_shape, axes):
 EXTEND_MAX_TAPS = 9
 
 # A pass along the rows (axis 1) of at least this many terms (19 taps and up) sums them in
-# two loops: the first half in a loop of its own, the second half and that sum in the loop
-# that writes the result. One loop reading 25 rows at a time (sigma = 3) ran slower,
-# most of all on uint8 images and at row lengths that are a multiple of 4 KiB (2048x3
-# float32 values), which put all the rows a tap reads in one set of an x86 L1 cache (4 KiB
-# ways, 8 of them): 25 taps on 2048x6144 float32, AMD Zen 4, 27.7 ms in one loop against
-# 11 at other lengths. There, where more than L1_WAYS rows would share a set and the copy
-# goes to kept memory (an eager call: imgproc._output_buffers.scratch), the pass reads a
-# copy of its input in rows longer by ROWS_PAD values, in one loop (benchmarks/NOTES.md,
-# "Large kernels").
+# two loops (the first half in a loop of its own, the second half and that sum in the loop
+# that writes the result) where one loop reading 25 rows at a time (sigma = 3) ran slower:
+# over integers converted in the loop (uint8 images: float_rows False), and at row lengths
+# that are a multiple of 4 KiB (2048x3 float32 values), which put all the rows a tap reads
+# in one set of an x86 L1 cache (4 KiB ways, 8 of them): 25 taps on 2048x6144 float32, AMD
+# Zen 4, 27.7 ms in one loop against 11 at other lengths. There, where more than L1_WAYS
+# rows would share a set and the copy goes to kept memory (an eager call:
+# imgproc._output_buffers.scratch), the pass reads a copy of its input in rows longer by
+# ROWS_PAD values, in one loop. Float32 rows that do not alias: one loop
+# (benchmarks/NOTES.md, "Large kernels").
 ROWS_SPLIT_MIN_TERMS = 10
 L1_WAYS = 8
 ROWS_PAD = 16
@@ -353,7 +354,7 @@ def _as_planes(planes):
 
 
 def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cval_after=None, in_place=False,
-                        finish=None, keep=False):
+                        finish=None, keep=False, float_rows=False):
     """Separable 2-D correlation of planar ``(P, H, W)`` (or ``(B, H, W, C)``) float32 data.
 
     ``k_rows`` is applied along ``H`` (axis 1), then ``k_cols`` along ``W`` (axis 2);
@@ -381,9 +382,10 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
       :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended by the
       second kernel's radius along ``W`` (the pad fuses into its loop), the strips fill
       the margins in place and the second pass is a plain shifted sum over it. A first
-      pass of :data:`ROWS_SPLIT_MIN_TERMS` terms or more runs in two loops, or, at a
-      width whose rows alias in the L1 cache (:func:`rows_alias`) with its input copy in
-      kept memory, in one loop over that copy in longer rows;
+      pass of :data:`ROWS_SPLIT_MIN_TERMS` terms or more runs in one loop over float32
+      rows (``float_rows``) that do not alias in the L1 cache (:func:`rows_alias`), in
+      one loop over a copy in longer rows where they do and the copy is in kept memory,
+      and in two loops otherwise;
     * above that with traced weights (read from memory inside the loop), the pad along
       ``W`` slows the heavier first loop down, so the
       second pass sums the interior and puts the strips' results over its border
@@ -413,8 +415,9 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
         c = int(np.prod(x.shape[3:]))
-        rows, split = _rows(x), len(t1) >= ROWS_SPLIT_MIN_TERMS
-        if split and rows_alias(W * c * 4, n1) and kept_as_scratch(rows):  # the copy in kept memory
+        rows, long, alias = _rows(x), len(t1) >= ROWS_SPLIT_MIN_TERMS, rows_alias(W * c * 4, n1)
+        split = long and (alias or not float_rows)
+        if long and alias and kept_as_scratch(rows):  # the copy in kept memory
             pad = [(0, 0, 0), (0, 0, 0), (0, ROWS_PAD, 0)]
             rows = scratch(in_own_loop(lambda v: jax.lax.pad(v, jnp.zeros((), v.dtype), pad), rows))[:, :, :W * c]
             split = False

@@ -69,11 +69,16 @@ class LoweringHints:
             their last loop to be fused with that work.
         in_loop: the stage is traced for one image at a time inside a per-image loop
             (``lax.map``): ``method="auto"`` takes it into account.
+        from_integers: the stage's float input was converted from integer pixels in the
+            same program (a pipeline's first stage on integer images), so its loops read
+            those: a long rows pass then keeps its two loops (one loop is faster over
+            float32 rows only; benchmarks/NOTES.md, "Large kernels").
     """
 
     feeds_next: bool = False
     in_loop: bool = False
     cast_after: bool = False
+    from_integers: bool = False
 
 
 NO_HINTS = LoweringHints()

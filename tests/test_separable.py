@@ -61,8 +61,10 @@ SEP_CASES = [
 
 # the last pass writes its border bands with a select (the program's output) or in place
 # (feeding another stage), and runs as a loop of its own, the program's last conversion
-# in it, where nothing else reads the result: all must give the reference
-BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "finished": {"finish": lambda y: y}}
+# in it, where nothing else reads the result; a long rows pass over float32 rows sums in
+# one loop (float_rows): all must give the reference
+BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "finished": {"finish": lambda y: y},
+               "float rows": {"finish": lambda y: y, "float_rows": True}}
 
 
 @pytest.mark.parametrize("weights", ["constant", "traced"])
@@ -128,6 +130,29 @@ def test_rows_pass_with_many_terms_runs_in_two_loops():
     assert conds(most, 25) == 0
     assert conds(most + 2, 5) == 1
     assert conds(25, 5) == 1
+
+
+def test_a_long_rows_pass_over_float32_rows_is_one_loop_unless_they_alias(rng):
+    """float_rows (the loops read float32 values, not integers converted in them): one loop
+    at a width that does not alias; two where it does (inside jit: no kept copy). Eager
+    calls and pipelines pass it from the image's dtype."""
+    import imgproc
+
+    x = rng.random((1, 40, 64, 3), dtype=np.float32)  # 768-byte rows: no aliasing
+    k = np.ones(25, np.float32) / 25
+    one, two = (lambda a: correlate_separable(a, k, k, float_rows=True)), (lambda a: correlate_separable(a, k, k))
+    assert _conditionals(one, x) == 0 and _conditionals(two, x) == 1
+    np.testing.assert_allclose(one(x), two(x), rtol=0, atol=1e-6)  # the same sums, another order
+    wide = np.zeros((1, 40, 1024, 3), np.float32)  # 12 KiB rows: the 25 rows alias
+    assert _conditionals(lambda a: correlate_separable(a, k, k, float_rows=True), wide) == 1
+    image = x[0] * 255
+    blur = lambda a: imgproc.gaussian_blur(a, 3.0, method="separable")  # noqa: E731
+    assert _conditionals(blur, image) == 1  # the last pass's own loop only
+    assert _conditionals(blur, image.astype(np.uint8)) == 2  # and the first half's
+    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 3.0, "method": "separable"}])
+    assert _conditionals(pipe, x.astype(np.uint8)) == 1  # the first stage reads the integers
+    pipe = imgproc.Pipeline([{"op": "sharpen"}, {"op": "gaussian_blur", "sigma": 3.0, "method": "separable"}])
+    assert _conditionals(pipe, x.astype(np.uint8)) == 0  # the second reads the first's float32 result
 
 
 def test_rows_alias_counts_rows_per_cache_set():
