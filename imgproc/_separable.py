@@ -371,6 +371,8 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     unsharp mask's combination), and returns what it computes: the long last pass runs
     as a loop of its own as for ``finish``, its result marked
     :func:`imgproc._output_buffers.scratch` (a kept buffer, not fresh pages).
+    ``float_rows``: the program's loops read ``planes`` from float32 values, not from
+    integers converted in them; it picks how a long first pass sums (below).
 
     On CPU the second pass does no border work of its own: its margin columns are the
     first pass over thin column strips of the *input*, so nothing but the second pass's
@@ -415,7 +417,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
 
     if n1 <= EXTEND_MAX_TAPS or _concrete(k_rows) is not None:
         c = int(np.prod(x.shape[3:]))
-        rows, long, alias = _rows(x), len(t1) >= ROWS_SPLIT_MIN_TERMS, rows_alias(W * c * 4, n1)
+        rows, long, alias = _rows(x), len(t1) >= ROWS_SPLIT_MIN_TERMS, rows_alias(W * c * x.dtype.itemsize, n1)
         split = long and (alias or not float_rows)
         if long and alias and kept_as_scratch(rows):  # the copy in kept memory
             pad = [(0, 0, 0), (0, 0, 0), (0, ROWS_PAD, 0)]
@@ -428,9 +430,10 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
         t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
         y = scratch(y)  # in a kept buffer when an eager call's program runs it (imgproc._output_buffers)
         cols_pass = lambda v: _shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
-        if finish is not None and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
+        alone = c > 1 and n2 > COLS_FUSED_MAX_TAPS
+        if alone and finish is not None:
             return in_own_loop(lambda v: finish(cols_pass(v)), y).reshape(x.shape)
-        if keep and c > 1 and n2 > COLS_FUSED_MAX_TAPS:
+        if alone and keep:
             return scratch(in_own_loop(cols_pass, y)).reshape(x.shape)
         return cols_pass(y).reshape(x.shape)
 
