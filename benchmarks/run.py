@@ -118,6 +118,25 @@ def filter_benchmarks(quick: bool, *, reuse: bool = False):
         Case("seed_numpy", "seed chapter NumPy convolve2d", lambda: chapter(img, kernels.box(5))),
     ])
 
+    if not reuse:  # large kernels: auto's FFT lowering on CPU (benchmarks/NOTES.md, "The FFT lowering")
+        timed(Group("gaussian_sigma20_2048", "Gaussian sigma=20 (161x161), 2048x2048x3 float32", "opencv"), [
+            Case("imgproc_eager", "imgproc gaussian_blur (eager, NumPy in and out; auto: FFT)",
+                 lambda: imgproc.gaussian_blur(img, 20.0)),
+            Case("imgproc_separable", "imgproc gaussian_blur, method=\"separable\" (eager)",
+                 lambda: imgproc.gaussian_blur(img, 20.0, method="separable")),
+            Case("opencv", "OpenCV cv2.GaussianBlur",
+                 lambda: cv2.GaussianBlur(img, (161, 161), 20.0, borderType=cv2.BORDER_REFLECT)),
+            Case("scipy", "scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(img, (20.0, 20.0, 0))),
+        ])
+        disk = (np.hypot(*np.mgrid[-12:13, -12:13]) <= 12).astype(np.float32)
+        disk /= disk.sum()
+        timed(Group("disk25_2048", "Disk 25x25 (not separable), 2048x2048x3 float32", "opencv"), [
+            Case("imgproc_eager", "imgproc correlate (eager, NumPy in and out; auto: FFT)",
+                 lambda: imgproc.correlate(img, disk)),
+            Case("opencv", "OpenCV cv2.filter2D (a DFT for large kernels)",
+                 lambda: cv2.filter2D(img, -1, disk, borderType=cv2.BORDER_REFLECT)),
+        ])
+
     denoise = imgproc.presets.denoise()
     g5, sh = kernels.gaussian(1.0, size=5), kernels.sharpen()
     timed(Group("denoise_2048", "Denoise pipeline (Gaussian 5x5 + sharpen 5x5), 2048x2048x3 float32", "opencv"), [

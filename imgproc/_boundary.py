@@ -95,15 +95,14 @@ def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
     )
 
 
-def pad_axis_strips(x, r: int, axis: int, mode: str):
-    """:func:`pad_axis` by ``r`` on both sides (``"constant"`` fills 0) that gathers only
-    the two border strips and joins them to ``x`` (a gather of the whole extended array
-    costs 10x more on CPU)."""
+def pad_axis_strips(x, r: int, axis: int, mode: str, cval=0.0):
+    """:func:`pad_axis` by ``r`` on both sides that gathers only the two border strips and
+    joins them to ``x`` (a gather of the whole extended array costs 10x more on CPU)."""
     if r == 0:
         return x
     mode = check_mode(mode)
     if mode == "constant":
-        return pad_axis(x, r, r, axis, mode, 0.0)
+        return pad_axis(x, r, r, axis, mode, cval)
     n = x.shape[axis]
     idx = index_map(n, r, r, mode)
     before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
@@ -111,24 +110,19 @@ def pad_axis_strips(x, r: int, axis: int, mode: str):
     return jnp.concatenate([before, x, after], axis=axis)
 
 
-def _pad_two_axes(x, r: int, axes: tuple[int, int], mode: str):
-    """``x`` extended by ``r`` on both sides of each of the two ``axes``. The inner axis
-    first: XLA then fuses its join into the outer axis's, one loop instead of two
-    (benchmarks/NOTES.md, "Bilateral")."""
-    outer, inner = sorted(axes)
-    return pad_axis_strips(pad_axis_strips(x, r, inner, mode), r, outer, mode)
-
-
-def padded_planes(x, r: int, mode: str, dtype=jnp.float32):
-    """The channel planes ``(N, C, H + 2r, W + 2r)`` of the ``(N, H, W, C)`` image ``x``,
-    extended by ``r`` on all four sides with ``mode`` (``"constant"`` fills 0) and cast to
-    ``dtype``.
+def padded_planes(x, r, mode: str, dtype=jnp.float32, cval=0.0):
+    """The channel planes ``(N, C, H + 2ry, W + 2rx)`` of the ``(N, H, W, C)`` image ``x``,
+    extended by ``r`` (an int, or ``(ry, rx)``) on both sides of H and W with ``mode``
+    (``"constant"`` fills ``cval``) and cast to ``dtype``.
 
     The extension is made in NHWC, in ``x``'s own dtype, before the transpose: there its
     joins run along outer axes, which XLA's loops write at copy speed, whereas joining
     planes along their innermost axis (W) is a concatenate XLA does not fuse: it took
-    half of a bilateral's time (benchmarks/NOTES.md, "Bilateral")."""
-    planes = jnp.moveaxis(_pad_two_axes(x, r, (1, 2), mode), 3, 1).astype(dtype)
+    half of a bilateral's time (benchmarks/NOTES.md, "Bilateral"). W first: XLA then fuses
+    its join into H's, one loop instead of two."""
+    ry, rx = (r, r) if isinstance(r, int) else r
+    extended = pad_axis_strips(pad_axis_strips(x, rx, 2, mode, cval), ry, 1, mode, cval)
+    planes = jnp.moveaxis(extended, 3, 1).astype(dtype)
     return lax.optimization_barrier(planes)  # materialised once, then read by every offset
 
 

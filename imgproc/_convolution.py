@@ -21,6 +21,10 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 ``"convolve2d"``
     ``jax.scipy.signal.convolve2d(..., mode="valid")`` per plane after an explicit border
     extension (it only knows zero fill); the seed chapter's approach.
+``"fft"``
+    real 2-D FFTs of the extended channel planes and of the kernel, multiplied and
+    transformed back (:mod:`imgproc._fft`): any kernel, at a cost that does not grow with
+    its size.
 ``"pallas"``
     each separable term as one fused Pallas (Mosaic GPU) kernel that keeps a tile and its
     halo in shared memory for both passes (:mod:`imgproc._pallas`); concrete weights only.
@@ -29,8 +33,10 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     for a kernel that is separable (rank 1), or a centre weight plus a rank-1 kernel (the
     sharpen): ``"separable"`` on CPU and TPU, and on a GPU ``"pallas"`` when the weights are
     concrete and a tile of the image's channels fits (else ``"separable"``); otherwise
-    ``"direct"`` on CPU and ``"conv"`` on GPU/TPU (why: benchmarks/NOTES.md, "Lowering
-    choices" and "GPU").
+    ``"direct"`` on CPU and ``"conv"`` on GPU/TPU; on CPU ``"fft"`` instead for a kernel
+    whose shifted sums would apply :data:`imgproc._fft.FFT_MIN_TAPS` weights or more for
+    each output value (why: benchmarks/NOTES.md, "Lowering choices", "The FFT lowering"
+    and "GPU").
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from imgproc._arrays import (
 )
 from imgproc._boundary import pad_bhwc
 from imgproc._checks import check_image
+from imgproc._fft import FFT_MIN_TAPS, correlate_fft
 from imgproc._output_buffers import IntoBuffer
 from imgproc._pallas import correlate_fused, fits, runs_natively
 from imgproc._separable import _concrete, centre_weight, correlate_direct, correlate_separable as _correlate_passes
@@ -216,6 +223,8 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
         return _direct(x, kernel, mode, cval, in_place)
     if method == "conv":
         return _conv(x, kernel, mode, cval)
+    if method == "fft":
+        return correlate_fft(x, kernel, mode, cval)
     return _convolve2d(x, kernel, mode, cval)
 
 
@@ -319,10 +328,11 @@ LOOP_MAX_SEPARABLE_TERMS = 2
 LOOP_CONVOLVE2D_MAX_TAPS = 25
 
 
-def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
+def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=None) -> str:
     """The lowering ``method="auto"`` picks on ``backend`` (default: the current one) for a
     kernel with ``n_terms`` separable terms that need passes (:func:`pass_terms`; ``None``
-    when unknown, e.g. a traced kernel) and ``taps`` weights:
+    when unknown, e.g. a traced kernel), ``taps`` weights, and ``pass_taps`` weights in
+    those terms' 1-D passes (their two lengths each, :func:`pass_taps`):
 
     * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
       of a stage traced in a ``lax.map`` over images), kernels of at most two such
@@ -331,6 +341,10 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
       there XLA lowers the per-plane convolution to its convolution library, faster than
       shifted sums (stand-alone it is much slower, so only there; benchmarks/NOTES.md,
       "Augmentation on CPU");
+    * on CPU, a kernel whose shifted sums (below) would add at least
+      :data:`imgproc._fft.FFT_MIN_TAPS` weighted values for each output value (the passes'
+      ``pass_taps``, or a direct pass's ``taps``) as ``"fft"``, whose cost does not grow
+      with the kernel (benchmarks/NOTES.md, "The FFT lowering");
     * kernels of one term that needs passes (rank 1, or a centre weight plus rank 1, whose
       centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes on CPU and
       TPU (fastest on CPU); on a GPU as the fused Pallas kernel where its tile fits the
@@ -340,16 +354,27 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False) -> str:
     """
     backend = backend or jax.default_backend()
     cpu = backend == "cpu"
+    separable = n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS
     if cpu and in_loop:
         if n_terms is not None and n_terms <= LOOP_MAX_SEPARABLE_TERMS:
             return "separable"
         if taps is not None and taps <= LOOP_CONVOLVE2D_MAX_TAPS:
             return "convolve2d"
+    if cpu:
+        summed = pass_taps if separable else taps
+        if summed is not None and summed >= FFT_MIN_TAPS:
+            return "fft"
     if n_terms == 1 and backend == "gpu":
         return FUSED_IF_IT_FITS
-    if n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS:
+    if separable:
         return "separable"
     return "direct" if cpu else "conv"
+
+
+def pass_taps(terms) -> int:
+    """How many weights the 1-D passes of the separable ``terms`` apply for each output
+    value: the two lengths of each term that needs passes (:func:`pass_terms`)."""
+    return sum(len(col) + len(row) for col, row in terms if centre_weight(col, row) is None)
 
 
 @callers_type
@@ -423,7 +448,7 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
     if method == "auto":
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
         method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
-                             in_loop=(hints or NO_HINTS).in_loop)
+                             in_loop=(hints or NO_HINTS).in_loop, pass_taps=None if terms is None else pass_taps(terms))
         if method == FUSED_IF_IT_FITS and any(_concrete(w) is None for term in terms for w in term):
             method = "separable"  # the kernel compiles its weights in
     if method in TERM_METHODS and terms is None:

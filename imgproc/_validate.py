@@ -29,7 +29,7 @@ MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap", "grid-constant": 
 SAMPLE_MODES = ("constant", "nearest", "reflect", "mirror", "wrap", "grid-constant")
 SAMPLE_MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap"}
 # lowerings of a correlation (imgproc._convolution)
-METHODS = ("auto", "separable", "direct", "conv", "convolve2d", "pallas")
+METHODS = ("auto", "separable", "direct", "conv", "convolve2d", "fft", "pallas")
 LAYOUTS = ("HW", "HWC", "CHW", "NHWC", "NCHW")
 LAYOUT_NDIM = {"HW": 2, "HWC": 3, "CHW": 3, "NHWC": 4, "NCHW": 4}
 _INFERRED_LAYOUT = {2: "HW", 3: "HWC", 4: "NHWC"}

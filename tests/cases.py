@@ -34,6 +34,9 @@ class Case:
 K53_CENTRE = np.outer([0.2, -0.1, 0.4, 0.3, 0.1], [0.5, -0.3, 0.2]).astype(np.float32)
 K53_CENTRE[2, 1] += 0.7
 
+# 17x17 (289 taps), not separable: "auto" takes the FFT lowering on CPU (FFT_MIN_TAPS)
+K17 = (np.random.default_rng(17).random((17, 17)) - 0.3).astype(np.float32) / 40
+
 
 CASES = [
     Case(
@@ -78,6 +81,17 @@ CASES = [
         lambda p, mode, cval: ndi.uniform_filter(p, (3, 7), mode=mode, cval=cval),
         keeps_mean=True,
         separable=True,
+    ),
+    Case(  # 289 taps: auto's FFT on CPU, kernel larger than the test images
+        "correlate_large",
+        lambda x, **o: imgproc.correlate(x, K17, **o),
+        lambda p, mode, cval: ndi.correlate(p, K17.astype(np.float64), mode=mode, cval=cval),
+    ),
+    Case(  # 145 taps each way (290 for the two passes): auto's FFT on CPU
+        "gaussian_blur_large",
+        lambda x, **o: imgproc.gaussian_blur(x, 18.0, **o),
+        lambda p, mode, cval: ndi.gaussian_filter(p, 18.0, mode=mode, cval=cval),
+        keeps_mean=True,
     ),
     Case(
         "sharpen",

@@ -72,7 +72,7 @@ METHOD_CASES = [c for c in CASES if c.name in ("correlate", "correlate_centre_pl
 
 
 @pytest.mark.parametrize("case", METHOD_CASES, ids=[c.name for c in METHOD_CASES])
-@pytest.mark.parametrize("method", ["direct", "conv", "convolve2d", "separable", "pallas"])
+@pytest.mark.parametrize("method", ["direct", "conv", "convolve2d", "fft", "separable", "pallas"])
 @pytest.mark.parametrize("mode", MODES)
 def test_every_lowering_matches_reference(case, method, mode, rng):
     if method == "pallas":  # off a GPU it runs in Pallas's GPU interpret mode (jax >= 0.10)
@@ -233,6 +233,48 @@ def test_auto_method_per_backend(backend, n_terms, expected):
 
     assert auto_method(n_terms, backend) == expected
     assert auto_method(n_terms, backend, taps=25, in_loop=False) == expected
+
+
+@pytest.mark.parametrize("backend, n_terms, taps, pass_taps, expected", [
+    # at FFT_MIN_TAPS weights for each output value or more, the FFT on CPU
+    ("cpu", 1, 129 * 129, 258, "separable"), ("cpu", 1, 145 * 145, 290, "fft"), ("cpu", 2, 15 * 15, 60, "direct"),
+    ("cpu", 2, 17 * 17, 68, "fft"), ("cpu", None, 17 * 17, None, "fft"),
+    ("gpu", 1, 145 * 145, 290, "pallas-if-it-fits"), ("gpu", 2, 17 * 17, 68, "conv"), ("tpu", 1, 145 * 145, 290, "separable"),
+])
+def test_auto_takes_the_fft_for_large_kernels_on_cpu(backend, n_terms, taps, pass_taps, expected):
+    from imgproc._convolution import auto_method
+
+    assert auto_method(n_terms, backend, taps=taps, pass_taps=pass_taps) == expected
+
+
+def test_auto_plan_for_large_kernels():
+    from imgproc._convolution import pass_taps, plan_lowering
+
+    centre, wide = (np.ones(1, np.float32),) * 2, (np.ones(145, np.float32),) * 2
+    assert pass_taps([centre, wide]) == 290  # a centre weight needs no pass
+
+    cpu = jax.default_backend() == "cpu"
+    assert plan_lowering(imgproc.kernels.gaussian(18.0))[0] == ("fft" if cpu else ONE_TERM_PLAN)
+    assert plan_lowering(imgproc.kernels.gaussian(16.0))[0] == ONE_TERM_PLAN  # 129 taps a pass
+    disk = (np.hypot(*np.mgrid[-8:9, -8:9]) <= 8).astype(np.float32)
+    assert plan_lowering(disk)[0] == ("fft" if cpu else "conv")
+    assert plan_lowering(disk[1:-1, 1:-1])[0] == ("direct" if cpu else "conv")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+def test_fft_derivatives_equal_the_direct_lowerings(mode, rng):
+    """jax.grad through the FFT lowering, with respect to the image and to cval."""
+    x = _image(rng, 11, 13, 2)
+    k = rng.random((5, 7)).astype(np.float32)
+    weights = rng.random((11, 13, 2)).astype(np.float32)
+
+    def loss(method):
+        return lambda im, c: jnp.sum(weights * imgproc.correlate(im, k, mode=mode, cval=c, method=method))
+
+    got = jax.grad(loss("fft"), argnums=(0, 1))(x, 0.3)
+    want = jax.grad(loss("direct"), argnums=(0, 1))(x, 0.3)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), atol=1e-5)
+    np.testing.assert_allclose(float(got[1]), float(want[1]), rtol=1e-5)
 
 
 @pytest.mark.parametrize("backend, n_terms, taps, expected", [
