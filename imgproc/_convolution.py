@@ -397,7 +397,7 @@ def correlate(image, kernel, *, mode="reflect", cval=0.0, layout=None, method="a
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"``, ``"NCHW"``.
         method: lowering, ``"auto"``, ``"separable"``, ``"direct"``, ``"conv"``,
-            ``"convolve2d"``, ``"pallas"`` (see :mod:`imgproc._convolution`).
+            ``"convolve2d"``, ``"fft"``, ``"pallas"`` (see :mod:`imgproc._convolution`).
         hints: where the call is traced (:class:`imgproc.LoweringHints`; a pipeline
             passes them): changes how XLA computes the result, never the numbers.
 
