@@ -28,7 +28,7 @@ from imgproc._convolution import (
 )
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
-from imgproc._validate import (check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
+from imgproc._validate import (check_method, check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
                                is_traced)
 
 __all__ = ["box_blur", "edges", "emboss", "gaussian_blur", "random_gaussian_blur", "random_sharpen", "sharpen", "unsharp_mask"]
@@ -305,21 +305,31 @@ def _kernel_reach(options) -> int:
     return max(np.shape(options["kernel"])) // 2
 
 
+def _filter_options(options):
+    """A filter stage's spec options as they are, its boundary ``mode`` and lowering
+    ``method`` checked when the stage is built rather than at its first call."""
+    if "mode" in options:
+        check_mode(options["mode"])
+    if "method" in options:
+        check_method(options["method"])
+    return options
+
+
 def _kernel_option(options):
-    """A spec's kernel (nested lists) as a float32 array."""
-    return {**options, "kernel": np.asarray(options["kernel"], np.float32)}
+    """A spec's kernel (nested lists) as a float32 array; mode and method checked."""
+    return {**_filter_options(options), "kernel": np.asarray(options["kernel"], np.float32)}
 
 
 # The filter family as pipeline stages; ``radius`` is how far each reaches (size buckets).
 OPS = (
     OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach),
     OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach),
-    OpInfo("box_blur", box_blur, radius=_size_reach),
-    OpInfo("gaussian_blur", gaussian_blur, radius=_gaussian_reach),
-    OpInfo("sharpen", sharpen, radius=lambda o: _size_reach(o, 5)),
-    OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach),
-    OpInfo("emboss", emboss, radius=lambda o: 1),
-    OpInfo("edges", edges, radius=lambda o: 1),
+    OpInfo("box_blur", box_blur, parse=_filter_options, radius=_size_reach),
+    OpInfo("gaussian_blur", gaussian_blur, parse=_filter_options, radius=_gaussian_reach),
+    OpInfo("sharpen", sharpen, parse=_filter_options, radius=lambda o: _size_reach(o, 5)),
+    OpInfo("unsharp_mask", unsharp_mask, parse=_filter_options, radius=_gaussian_reach),
+    OpInfo("emboss", emboss, parse=_filter_options, radius=lambda o: 1),
+    OpInfo("edges", edges, parse=_filter_options, radius=lambda o: 1),
     OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur),
     OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen),
 )

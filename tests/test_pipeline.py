@@ -102,9 +102,16 @@ def test_bad_specs(spec, match):
 def test_bad_options_raise_before_running():
     with pytest.raises(ValueError, match=r"sigma must be a finite number in \[0, inf\]"):
         imgproc.Pipeline([{"op": "gaussian_blur", "sigma": -2}])
-    pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "mode": "edge"}])
     with pytest.raises(ValueError, match="mode must be one of reflect"):
-        pipe(np.zeros((5, 5), np.float32))
+        imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "mode": "edge"}])
+    with pytest.raises(ValueError, match="method must be one of auto, separable, direct, conv, convolve2d, fft"):
+        imgproc.Pipeline([{"op": "correlate", "kernel": [[1.0]], "method": "fft2"}])
+    for stage in ({"op": "box_blur", "size": 3}, {"op": "sharpen"}, {"op": "unsharp_mask"}, {"op": "emboss"},
+                  {"op": "edges"}, {"op": "convolve", "kernel": [[1.0]]}):
+        with pytest.raises(ValueError, match="mode must be one of"):
+            imgproc.Pipeline([{**stage, "mode": "edge"}])
+    spec = [{"op": "gaussian_blur", "sigma": 1.0, "mode": "grid-mirror", "method": "fft"}]
+    assert imgproc.Pipeline(spec).to_spec() == spec  # checked, kept as written
     with pytest.raises(ValueError, match="layout must be one of"):
         imgproc.Pipeline([], layout="XYZ")
 
