@@ -330,7 +330,7 @@ OPS = (
     OpInfo("unsharp_mask", unsharp_mask, parse=_filter_options, radius=_gaussian_reach),
     OpInfo("emboss", emboss, parse=_filter_options, radius=lambda o: 1),
     OpInfo("edges", edges, parse=_filter_options, radius=lambda o: 1),
-    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur),
-    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen),
+    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, parse=_filter_options),
+    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, parse=_filter_options),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

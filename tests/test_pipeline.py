@@ -107,7 +107,8 @@ def test_bad_options_raise_before_running():
     with pytest.raises(ValueError, match="method must be one of auto, separable, direct, conv, convolve2d, fft"):
         imgproc.Pipeline([{"op": "correlate", "kernel": [[1.0]], "method": "fft2"}])
     for stage in ({"op": "box_blur", "size": 3}, {"op": "sharpen"}, {"op": "unsharp_mask"}, {"op": "emboss"},
-                  {"op": "edges"}, {"op": "convolve", "kernel": [[1.0]]}):
+                  {"op": "edges"}, {"op": "convolve", "kernel": [[1.0]]}, {"op": "random_gaussian_blur"},
+                  {"op": "random_sharpen"}):
         with pytest.raises(ValueError, match="mode must be one of"):
             imgproc.Pipeline([{**stage, "mode": "edge"}])
     spec = [{"op": "gaussian_blur", "sigma": 1.0, "mode": "grid-mirror", "method": "fft"}]
