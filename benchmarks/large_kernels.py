@@ -23,7 +23,6 @@ import numpy as np
 
 import imgproc
 from harness import Case, Group, print_group, time_group
-from imgproc._fft import FFT_MIN_TAPS
 
 HERE = Path(__file__).resolve().parent
 SIGMAS = (6.0, 8.0, 12.0, 16.0, 20.0, 24.0, 32.0)
@@ -44,7 +43,7 @@ def run(side: int = 2048, repeats: int = 5):
     x = np.random.default_rng(0).random((side, side, 3), dtype=np.float32)
     results = []
     for sigma in SIGMAS:
-        n = 2 * int(4 * sigma + 0.5) + 1  # scipy's truncate=4 rule, as imgproc's
+        n = len(imgproc.kernels.gaussian_1d(sigma))  # scipy's truncate=4 rule
         group = Group(f"gaussian_sigma{sigma:g}_{side}", f"Gaussian sigma={sigma:g} ({n}x{n}), {side}x{side}x3 float32",
                       "opencv")
         rows = time_group(group.id, [
@@ -71,6 +70,8 @@ def run(side: int = 2048, repeats: int = 5):
 def plot(results, side: int, path: Path) -> None:
     """Two panels (Gaussians, disks): ms against weights per output value, log scale."""
     import matplotlib
+
+    from imgproc._fft import FFT_MIN_TAPS
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

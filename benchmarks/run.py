@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import augment  # noqa: E402
 import folder  # noqa: E402
+import large_kernels  # noqa: E402
 import recipes  # noqa: E402
 from harness import (Case, Group, Target, command_env, load, print_group, save, tables, targets_table,  # noqa: E402
                      time_group)
@@ -128,8 +129,7 @@ def filter_benchmarks(quick: bool, *, reuse: bool = False):
                  lambda: cv2.GaussianBlur(img, (161, 161), 20.0, borderType=cv2.BORDER_REFLECT)),
             Case("scipy", "scipy.ndimage.gaussian_filter", lambda: ndi.gaussian_filter(img, (20.0, 20.0, 0))),
         ])
-        disk = (np.hypot(*np.mgrid[-12:13, -12:13]) <= 12).astype(np.float32)
-        disk /= disk.sum()
+        disk = large_kernels.disk(12)
         timed(Group("disk25_2048", "Disk 25x25 (not separable), 2048x2048x3 float32", "opencv"), [
             Case("imgproc_eager", "imgproc correlate (eager, NumPy in and out; auto: FFT)",
                  lambda: imgproc.correlate(img, disk)),

@@ -49,7 +49,7 @@ def correlate_fft(x, kernel, mode: str, cval):
     odd-sided 2-D ``kernel`` (concrete or traced) through real FFTs; ``mode`` and ``cval``
     as in scipy.ndimage. Returns ``(B, H, W, C)`` float32."""
     kh, kw = kernel.shape
-    b, h, w, c = x.shape
+    h, w = x.shape[1:3]
     planes = padded_planes(x, (kh // 2, kw // 2), mode, cval=cval)  # (B, C, H + kh - 1, W + kw - 1)
     size = (fft_size(planes.shape[2]), fft_size(planes.shape[3]))
     k = jnp.asarray(kernel, jnp.float32)  # a constant kernel's spectrum too is computed by the program
