@@ -305,32 +305,26 @@ def _kernel_reach(options) -> int:
     return max(np.shape(options["kernel"])) // 2
 
 
-def _filter_options(options):
-    """A filter stage's spec options as they are, its boundary ``mode`` and lowering
-    ``method`` checked when the stage is built rather than at its first call."""
-    if "mode" in options:
-        check_mode(options["mode"])
-    if "method" in options:
-        check_method(options["method"])
-    return options
+# a filter stage's boundary mode and lowering, checked when the stage is built
+FILTER_CHECKS = {"mode": check_mode, "method": check_method}
 
 
 def _kernel_option(options):
-    """A spec's kernel (nested lists) as a float32 array; mode and method checked."""
-    return {**_filter_options(options), "kernel": np.asarray(options["kernel"], np.float32)}
+    """A spec's kernel (nested lists) as a float32 array."""
+    return {**options, "kernel": np.asarray(options["kernel"], np.float32)}
 
 
 # The filter family as pipeline stages; ``radius`` is how far each reaches (size buckets).
 OPS = (
-    OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach),
-    OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach),
-    OpInfo("box_blur", box_blur, parse=_filter_options, radius=_size_reach),
-    OpInfo("gaussian_blur", gaussian_blur, parse=_filter_options, radius=_gaussian_reach),
-    OpInfo("sharpen", sharpen, parse=_filter_options, radius=lambda o: _size_reach(o, 5)),
-    OpInfo("unsharp_mask", unsharp_mask, parse=_filter_options, radius=_gaussian_reach),
-    OpInfo("emboss", emboss, parse=_filter_options, radius=lambda o: 1),
-    OpInfo("edges", edges, parse=_filter_options, radius=lambda o: 1),
-    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, parse=_filter_options),
-    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, parse=_filter_options),
+    OpInfo("correlate", correlate, parse=_kernel_option, radius=_kernel_reach, checks=FILTER_CHECKS),
+    OpInfo("convolve", convolve, parse=_kernel_option, radius=_kernel_reach, checks=FILTER_CHECKS),
+    OpInfo("box_blur", box_blur, radius=_size_reach, checks=FILTER_CHECKS),
+    OpInfo("gaussian_blur", gaussian_blur, radius=_gaussian_reach, checks=FILTER_CHECKS),
+    OpInfo("sharpen", sharpen, radius=lambda o: _size_reach(o, 5), checks=FILTER_CHECKS),
+    OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach, checks=FILTER_CHECKS),
+    OpInfo("emboss", emboss, radius=lambda o: 1, checks=FILTER_CHECKS),
+    OpInfo("edges", edges, radius=lambda o: 1, checks=FILTER_CHECKS),
+    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, checks=FILTER_CHECKS),
+    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, checks=FILTER_CHECKS),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from typing import Callable
+from typing import Callable, Mapping
 
 import jax
 import numpy as np
@@ -142,6 +142,11 @@ class OpInfo:
         out_dtype: ops whose result has a fixed dtype whatever the input (``"float32"``
             for ``normalize`` and ``to_float``); a pipeline with such a stage returns it
             (None: the op keeps the input dtype, the rule).
+        checks: option name -> the function the op checks that option's value with
+            (raising ``ValueError`` naming the allowed values; e.g. ``{"mode": check_mode}``),
+            run on the spec's value when the stage is built, so that a bad choice is refused
+            by ``Pipeline(...)`` (and ``imgproc run`` names the spec file) rather than at the
+            first call. The option is kept as written (an alias stays an alias).
     """
 
     name: str
@@ -153,6 +158,7 @@ class OpInfo:
     radius: Callable[[dict], int] | None = None
     targets: object = None
     out_dtype: str | None = None
+    checks: Mapping[str, Callable] = dataclasses.field(default_factory=dict, compare=False)
 
     @property
     def random(self) -> bool:
@@ -183,12 +189,14 @@ def register_ops(infos, *, targets=None) -> None:
 
 
 def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=None, parse=None, radius=None,
-                targets=None) -> Callable:
+                targets=None, checks=None) -> Callable:
     """Make ``fn`` usable as a pipeline stage called ``name`` in specs (see :class:`OpInfo`).
 
     A deterministic op is ``fn(image, *, layout=None, **options)``; a random one gives its
     ``sample`` and ``apply`` pieces; ``targets`` says what it does to boxes, masks and
-    keypoints (:data:`KEEPS_TARGETS` or a :class:`TargetRule`; None refuses targets). Returns ``fn``.
+    keypoints (:data:`KEEPS_TARGETS` or a :class:`TargetRule`; None refuses targets);
+    ``checks`` maps option names to the functions that check their values when a stage is
+    built (see :class:`OpInfo`). Returns ``fn``.
 
     Example:
         >>> import imgproc
@@ -199,7 +207,7 @@ def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=N
         True
     """
     register_ops([OpInfo(name, fn, sample=sample, apply=apply, run_batch=run_batch, parse=parse, radius=radius,
-                         targets=targets)])
+                         targets=targets, checks=checks or {})])
     return fn
 
 
@@ -266,6 +274,9 @@ class Stage:
         else:
             info, opts = lookup(item), {}
         _check_options(info, opts)
+        for name, check in info.checks.items():
+            if name in opts:
+                check(opts[name])
         if info.parse is not None:
             opts = info.parse(opts)
         return cls(info, opts)

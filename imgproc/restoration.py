@@ -29,7 +29,7 @@ from jax import lax
 
 from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
 from imgproc._boundary import extended_band, padded_planes
-from imgproc._bm3d import bm3d
+from imgproc._bm3d import STAGES as BM3D_STAGES, bm3d
 from imgproc._checks import check_image
 from imgproc._fusion import in_own_loop
 from imgproc._output_buffers import flat_argument, from_flat
@@ -37,7 +37,7 @@ from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
-from imgproc._validate import check_mode, check_odd, check_per_image, is_traced
+from imgproc._validate import check_choice, check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
     "DENOISE_METHODS",
@@ -781,9 +781,7 @@ def denoise(image, *, method="auto", sigma=None, max_value=None, layout=None, **
         >>> bool((np.asarray(imgproc.denoise(x)) == 100).all())
         True
     """
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {', '.join(DENOISE_METHODS)}; got {method!r}")
-    fn = _METHODS[method]
+    fn = _METHODS[_check_denoise_method(method)]
     if max_value is not None and method in _USE_VALUE_RANGE:
         options["max_value"] = max_value
     if method == "chapter":
@@ -796,12 +794,20 @@ def denoise(image, *, method="auto", sigma=None, max_value=None, layout=None, **
 # iterate over it (tv_chambolle) are registered without a radius: a pipeline runs them at
 # the image's exact size, never in padded size buckets.
 
+def _check_denoise_method(method):
+    if not isinstance(method, str) or method not in _METHODS:
+        raise ValueError(f"method must be one of {', '.join(DENOISE_METHODS)}; got {method!r}")
+    return method
+
+
+MODE_CHECK = {"mode": check_mode}  # the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("nl_means", nl_means),
+    OpInfo("nl_means", nl_means, checks=MODE_CHECK),
     OpInfo("tv_chambolle", tv_chambolle),
-    OpInfo("bilateral", bilateral, radius=lambda o: bilateral_radius(o.get("sigma_spatial", 1.0), o.get("size"))),
-    OpInfo("median", median, radius=lambda o: int(o.get("size", 3)) // 2),
-    OpInfo("bm3d", bm3d),
-    OpInfo("denoise", denoise),
+    OpInfo("bilateral", bilateral, radius=lambda o: bilateral_radius(o.get("sigma_spatial", 1.0), o.get("size")),
+           checks=MODE_CHECK),
+    OpInfo("median", median, radius=lambda o: int(o.get("size", 3)) // 2, checks=MODE_CHECK),
+    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": lambda stage: check_choice("stage", stage, BM3D_STAGES)}),
+    OpInfo("denoise", denoise, checks={"method": _check_denoise_method}),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -176,6 +176,46 @@ def test_every_registered_op_round_trips_through_a_spec(name):
     np.testing.assert_array_equal(np.asarray(pipe(x, key=key)), np.asarray(again(x, key=key)))
 
 
+def _choice_options(info):
+    """The options of an op whose default is a name (a mode, method, interpolation...)."""
+    options = {}
+    for part in (info.fn, info.sample, info.apply):
+        for p in inspect.signature(part).parameters.values() if part is not None else ():
+            if p.kind == p.KEYWORD_ONLY and isinstance(p.default, str):
+                options[p.name] = p.default
+    return options
+
+
+CHOICE_OPS = sorted(n for n in imgproc.registered_ops() if _choice_options(lookup(n)))
+
+
+@pytest.mark.parametrize("name", CHOICE_OPS)
+def test_a_bad_choice_is_refused_when_the_stage_is_built(name):
+    """Every registered op with a named choice (mode, method, interpolation, stage...)
+    refuses a bad one in ``Pipeline(...)``, naming the allowed values, and takes its
+    default there (kept as written), before anything runs."""
+    base = {"op": name, **EXAMPLE_OPTIONS.get(name, {})}
+    for option, default in _choice_options(lookup(name)).items():
+        with pytest.raises(ValueError, match=rf"{option} must be one of .*; got 'bogus'"):
+            imgproc.Pipeline([{**base, option: "bogus"}])
+        spec = [{**base, option: default}]
+        assert json.loads(imgproc.Pipeline(spec).to_json()) == spec
+
+
+def test_a_registered_op_declares_its_checks():
+    def tint(image, *, colour="red", layout=None):
+        return image
+
+    def check_colour(colour):
+        if colour not in ("red", "green"):
+            raise ValueError(f"colour must be one of red, green; got {colour!r}")
+
+    imgproc.register_op("tint_for_checks", tint, checks={"colour": check_colour})
+    assert imgproc.Pipeline([{"op": "tint_for_checks", "colour": "green"}]).to_spec()[0]["colour"] == "green"
+    with pytest.raises(ValueError, match="colour must be one of red, green; got 'blue'"):
+        imgproc.Pipeline([{"op": "tint_for_checks", "colour": "blue"}])
+
+
 def test_unknown_and_missing_spec_options_are_refused_naming_the_options():
     with pytest.raises(ValueError, match=r"gaussian_blur has no option 'radius'; its options: .*sigma.*size"):
         imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "radius": 3}])

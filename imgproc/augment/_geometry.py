@@ -17,7 +17,7 @@ from imgproc._boundary import source_index
 from imgproc._checks import check_image
 from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import OpInfo, register_ops, takes
 from imgproc._types import callers_type
 from imgproc._validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
@@ -471,8 +471,10 @@ _RULES = {
 }
 
 def _op(name, fn, **pieces):
-    """The op's registry entry, with its target rule (every geometry op moves targets)."""
-    return OpInfo(name, fn, targets=_RULES[name], **pieces)
+    """The op's registry entry, with its target rule (every geometry op moves targets) and,
+    for an op with a sampling ``mode``, that mode checked when a stage is built."""
+    checks = {"mode": check_sample_mode} if takes(fn, "mode") else {}
+    return OpInfo(name, fn, targets=_RULES[name], checks=checks, **pieces)
 
 
 OPS = (

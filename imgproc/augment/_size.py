@@ -297,6 +297,10 @@ def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=
 SCALED_METHODS = ("linear", "cubic", "lanczos3", "nearest")
 
 
+def _check_scaled_method(method):
+    return check_choice("method", method, SCALED_METHODS)
+
+
 def scaled_placement(image, scale, top, left, size, *, layout, method="linear", antialias=True, cval=0.0):
     """Resize ``image`` by ``scale`` (traced; relative to the fit of the image in
     ``size``, ``min(H' / h, W' / w)``) and place its top-left corner at ``(top, left)``
@@ -347,7 +351,7 @@ def _resize_params(key, shape, *, layout, size=None, scale=(0.5, 2.0)):
 
 
 def _apply_resize(image, params, *, layout, size=None, cval=0.0, method="linear", antialias=True):
-    check_choice("method", method, SCALED_METHODS)
+    _check_scaled_method(method)
     image = jnp.asarray(image)
     return scaled_placement(image, params["scale"], params["top"], params["left"], _canvas(size, image.shape, layout),
                             layout=layout, method=method, antialias=antialias, cval=cval)
@@ -371,7 +375,7 @@ def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="
         >>> imgproc.random_resize(0, np.zeros((2, 30, 40, 3), np.uint8), size=(32, 32)).shape
         (2, 32, 32, 3)
     """
-    check_choice("method", method, SCALED_METHODS)
+    _check_scaled_method(method)
     if size is not None:
         check_size_pair("size", size)
     check_number("cval", cval)
@@ -407,13 +411,14 @@ def _random_resize_matrix(q, i, o, /, **_):
     return scale_translate(s, s, q["left"], q["top"])
 
 
+# the resampling method and the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("resize", resize, targets=matrix_rule(_to_size)),
-    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size)),
-    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix)),
+    OpInfo("resize", resize, targets=matrix_rule(_to_size), checks={"method": _check_method}),
+    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size), checks={"method": _check_method}),
+    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks={"mode": check_mode}),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
-    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix)),
+    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix), checks={"method": _check_method}),
     OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
-           targets=matrix_rule(_random_resize_matrix)),
+           targets=matrix_rule(_random_resize_matrix), checks={"method": _check_scaled_method}),
 )
 register_ops(OPS)

@@ -314,13 +314,16 @@ def _affine_options_matrix(q, i, o, /, angle=0.0, translate=(0.0, 0.0), scale=1.
                          shear=_pair("shear", shear))
 
 
+INTERPOLATION_CHECK = {"interpolation": _check_interpolation}  # checked when a stage is built
 OPS = (
-    OpInfo("affine", affine, targets=matrix_rule(_affine_options_matrix)),
+    OpInfo("affine", affine, targets=matrix_rule(_affine_options_matrix), checks=INTERPOLATION_CHECK),
     OpInfo("perspective", perspective,
-           targets=matrix_rule(lambda q, i, o, /, startpoints, endpoints, **_: perspective_matrix(startpoints, endpoints))),
+           targets=matrix_rule(lambda q, i, o, /, startpoints, endpoints, **_: perspective_matrix(startpoints, endpoints)),
+           checks=INTERPOLATION_CHECK),
     OpInfo("random_affine", random_affine, sample=_affine_params, apply=_apply_affine,
-           targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW"))),
+           targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW")), checks=INTERPOLATION_CHECK),
     OpInfo("random_perspective", random_perspective, sample=_perspective_params, apply=_apply_perspective,
-           targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW"))),
+           targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW")),
+           checks=INTERPOLATION_CHECK),
 )
 register_ops(OPS)
