@@ -140,9 +140,10 @@ def test_deterministic_pipeline_keeps_the_split(layout, dtype):
     np.testing.assert_array_equal(np.asarray(out), want)
 
 
+# each strategy once, each layout twice (every pair took 45 of the 4-device process's 80 s;
+# the layouts reach the split the same way for every strategy)
 @four_devices
-@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
-@pytest.mark.parametrize("strategy", ["select", "map", "group", None])
+@pytest.mark.parametrize("strategy,layout", [("select", "NHWC"), ("map", "NCHW"), ("group", "NCHW"), (None, "NHWC")])
 def test_random_pipeline_same_draws_as_one_device(strategy, layout):
     x = _batch(layout)
     spec = _random_spec(strategy)
