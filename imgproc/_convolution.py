@@ -32,7 +32,9 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
 ``"auto"``
     for a kernel that is separable (rank 1), or a centre weight plus a rank-1 kernel (the
     sharpen): ``"separable"`` on CPU and TPU, and on a GPU ``"pallas"`` when the weights are
-    concrete and a tile of the image's channels fits (else ``"separable"``); otherwise
+    concrete and a tile of the image's channels fits (else ``"separable"``); on CPU also
+    for a kernel of a few terms whose passes apply clearly fewer weights than one direct
+    pass (:func:`low_rank`); otherwise
     ``"direct"`` on CPU and ``"conv"`` on GPU/TPU; on CPU ``"fft"`` instead for a kernel
     whose shifted sums would apply :data:`imgproc._fft.FFT_MIN_TAPS` weights or more for
     each output value (why: benchmarks/NOTES.md, "Lowering choices", "The FFT lowering"
@@ -65,9 +67,12 @@ from imgproc._separable import _concrete, centre_weight, correlate_direct, corre
 from imgproc._stages import NO_HINTS
 from imgproc._validate import METHODS, check_method, check_mode, is_traced
 # "auto": separable passes for kernels with one term that needs passes (rank 1, or a centre
-# weight plus rank 1: the sharpen); two terms that both need passes measured slower than
-# one direct 2-D pass on CPU (benchmarks/NOTES.md).
+# weight plus rank 1: the sharpen); on CPU also for kernels of a few terms whose passes
+# apply clearly fewer weights than one direct 2-D pass (a difference or Laplacian of
+# Gaussians: 2-3 terms), see low_rank (benchmarks/NOTES.md, "Low-rank kernels").
 MAX_SEPARABLE_TERMS = 1
+LOW_RANK_MAX_TERMS = 4
+LOW_RANK_MAX_WEIGHTS = 0.8  # the passes' nonzero weights, as a fraction of the kernel's
 # the lowerings that run a kernel as its separable terms
 TERM_METHODS = ("separable", "pallas", "pallas-if-it-fits")
 # What ``auto`` plans on a GPU for a concrete kernel of one separable term: the fused Pallas
@@ -328,11 +333,12 @@ LOOP_MAX_SEPARABLE_TERMS = 2
 LOOP_CONVOLVE2D_MAX_TAPS = 25
 
 
-def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=None) -> str:
+def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=None, low_rank=False) -> str:
     """The lowering ``method="auto"`` picks on ``backend`` (default: the current one) for a
     kernel with ``n_terms`` separable terms that need passes (:func:`pass_terms`; ``None``
-    when unknown, e.g. a traced kernel), ``taps`` weights, and ``pass_taps`` weights in
-    those terms' 1-D passes (their two lengths each, :func:`pass_taps`):
+    when unknown, e.g. a traced kernel), ``taps`` weights, ``pass_taps`` weights in
+    those terms' 1-D passes (their two lengths each, :func:`pass_taps`), and whether its
+    terms' passes cost clearly less than a direct pass (``low_rank``, :func:`low_rank`):
 
     * on CPU, inside a per-image loop (``in_loop``: :class:`imgproc._stages.LoweringHints`
       of a stage traced in a ``lax.map`` over images), kernels of at most two such
@@ -350,11 +356,14 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=No
       TPU (fastest on CPU); on a GPU as the fused Pallas kernel where its tile fits the
       image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; 2.5-4x the
       passes' speed on an H200, benchmarks/NOTES.md "GPU"), else as the passes;
+    * on CPU (outside a per-image loop), ``low_rank`` kernels run as their terms' passes
+      too (a 9×9 difference of Gaussians: 2 terms, 36 weights against 81, half the
+      direct pass's time; benchmarks/NOTES.md, "Low-rank kernels");
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
     """
     backend = backend or jax.default_backend()
     cpu = backend == "cpu"
-    separable = n_terms is not None and n_terms <= MAX_SEPARABLE_TERMS
+    separable = n_terms is not None and (n_terms <= MAX_SEPARABLE_TERMS or (cpu and low_rank and not in_loop))
     if cpu and in_loop:
         if n_terms is not None and n_terms <= LOOP_MAX_SEPARABLE_TERMS:
             return "separable"
@@ -369,6 +378,18 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=No
     if separable:
         return "separable"
     return "direct" if cpu else "conv"
+
+
+def low_rank(kernel, terms) -> bool:
+    """Whether the concrete ``kernel``'s separable ``terms`` (:func:`kernels.factor`) are
+    2 to :data:`LOW_RANK_MAX_TERMS` that need passes, whose nonzero weights are at most
+    :data:`LOW_RANK_MAX_WEIGHTS` of the kernel's own (a direct pass skips zero weights,
+    and so do the passes)."""
+    passes = [(col, row) for col, row in terms if centre_weight(col, row) is None]
+    if not 2 <= len(passes) <= LOW_RANK_MAX_TERMS:
+        return False
+    weights = sum(np.count_nonzero(col) + np.count_nonzero(row) for col, row in passes)
+    return weights <= LOW_RANK_MAX_WEIGHTS * np.count_nonzero(kernel)
 
 
 def pass_taps(terms) -> int:
@@ -447,8 +468,10 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
         terms = _kernels.factor(kernel)  # exact: as many terms as the kernel's rank
     if method == "auto":
         taps = np.prod(np.shape(kernel)) if kernel is not None else len(terms[0][0]) * len(terms[0][1])
+        concrete = terms is not None and kernel is not None and is_concrete(kernel)
         method = auto_method(None if terms is None else pass_terms(terms), taps=int(taps),
-                             in_loop=(hints or NO_HINTS).in_loop, pass_taps=None if terms is None else pass_taps(terms))
+                             in_loop=(hints or NO_HINTS).in_loop, pass_taps=None if terms is None else pass_taps(terms),
+                             low_rank=concrete and low_rank(kernel, terms))
         if method == FUSED_IF_IT_FITS and any(_concrete(w) is None for term in terms for w in term):
             method = "separable"  # the kernel compiles its weights in
     if method in TERM_METHODS and terms is None:

@@ -258,7 +258,64 @@ def test_auto_plan_for_large_kernels():
     assert plan_lowering(imgproc.kernels.gaussian(16.0))[0] == ONE_TERM_PLAN  # 129 taps a pass
     disk = (np.hypot(*np.mgrid[-8:9, -8:9]) <= 8).astype(np.float32)
     assert plan_lowering(disk)[0] == ("fft" if cpu else "conv")
-    assert plan_lowering(disk[1:-1, 1:-1])[0] == ("direct" if cpu else "conv")
+    # its 15x15 core has 4 separable terms of 120 weights against 193: their passes
+    assert plan_lowering(disk[1:-1, 1:-1])[0] == ("separable" if cpu else "conv")
+
+
+def _dog(size):
+    """A difference of Gaussians: 2 separable terms (the same as a Laplacian's shape)."""
+    r = size // 2
+    q = np.sum(np.mgrid[-r:r + 1, -r:r + 1].astype(np.float64) ** 2, axis=0)
+    return (np.exp(-q / (2 * (size / 6) ** 2)) / (size / 6) ** 2
+            - np.exp(-q / (2 * (size / 4) ** 2)) / (size / 4) ** 2).astype(np.float32)
+
+
+def test_auto_plan_for_low_rank_kernels():
+    from imgproc._convolution import auto_method, low_rank, plan_lowering
+
+    cpu = jax.default_backend() == "cpu"
+    other = "direct" if cpu else "conv"
+    dog = _dog(9)
+    terms = imgproc.kernels.factor(dog)
+    assert len(terms) == 2 and low_rank(dog, terms)  # 36 weights in the passes, 81 in the kernel
+    assert plan_lowering(dog)[0] == ("separable" if cpu else "conv")
+    assert plan_lowering(_dog(5))[0] == ("separable" if cpu else "conv")  # 20 against 25: at the line
+    assert plan_lowering(_dog(5) - _dog(5).mean())[0] == other  # 3 terms: 30 weights against 25
+    disk = (np.hypot(*np.mgrid[-7:8, -7:8]) <= 7.5).astype(np.float32)
+    assert len(imgproc.kernels.factor(disk)) == 5 and plan_lowering(disk)[0] == other  # more than 4 terms
+    assert plan_lowering(np.random.default_rng(0).random((9, 9)))[0] == other  # full rank
+    # zero weights do not count: a kernel with a zero ring is as cheap direct as its core
+    ringed = np.pad(_dog(7), 1)
+    assert low_rank(ringed, imgproc.kernels.factor(ringed)) == low_rank(_dog(7), imgproc.kernels.factor(_dog(7)))
+    assert auto_method(2, "cpu", taps=81, pass_taps=36, low_rank=True) == "separable"
+    assert auto_method(2, "cpu", taps=81, pass_taps=36, low_rank=True, in_loop=True) == "separable"
+    assert auto_method(3, "cpu", taps=81, pass_taps=54, low_rank=True, in_loop=True) == "direct"
+    assert auto_method(2, "gpu", taps=81, pass_taps=36, low_rank=True) == "conv"
+    assert auto_method(3, "cpu", taps=31 * 31, pass_taps=186 * 2, low_rank=True) == "fft"  # many weights still
+    # as the shared table's cases: jit equals eager, vmap equals a loop
+    batch = np.random.default_rng(3).random((2, 12, 14, 3), dtype=np.float32)
+    eager = np.asarray(imgproc.correlate(batch, dog))
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda b: imgproc.correlate(b, dog))(batch)), eager, atol=1e-6)
+    mapped = np.asarray(jax.vmap(lambda im: imgproc.correlate(im, dog))(batch))
+    np.testing.assert_allclose(mapped, np.stack([np.asarray(imgproc.correlate(im, dog)) for im in batch]), atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_low_rank_kernels_through_auto_match_scipy(mode, rng):
+    """The passes of a 2-term kernel, as ``auto`` runs them, in every mode: float32 to
+    1e-5 and uint8 within one level, channels last and first."""
+    k = _dog(9)
+    x = _image(rng, 21, 17, 3)
+    want = np.stack([ndi.correlate(x[..., c].astype(np.float64), k.astype(np.float64), mode=mode, cval=CVAL)
+                     for c in range(3)], -1)
+    np.testing.assert_allclose(np.asarray(imgproc.correlate(x, k, mode=mode, cval=CVAL)), want, atol=1e-5)
+    chw = np.asarray(imgproc.correlate(x.transpose(2, 0, 1), k, mode=mode, cval=CVAL, layout="CHW"))
+    np.testing.assert_allclose(chw.transpose(1, 2, 0), want, atol=1e-5)
+    u8 = (x * 255).round().astype(np.uint8)
+    want8 = np.stack([ndi.correlate(u8[..., c].astype(np.float64), k.astype(np.float64), mode=mode, cval=CVAL * 255)
+                      for c in range(3)], -1)
+    got8 = np.asarray(imgproc.correlate(u8, k, mode=mode, cval=CVAL * 255), np.float64)
+    assert np.abs(got8 - np.clip(want8, 0, 255)).max() <= 1
 
 
 @pytest.mark.parametrize("mode", ["reflect", "constant"])
