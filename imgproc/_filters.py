@@ -28,8 +28,8 @@ from imgproc._convolution import (
 )
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
-from imgproc._validate import (check_method, check_mode, check_number, check_odd, check_odd_pair, check_range, check_sigma_pair,
-                               is_traced)
+from imgproc._validate import (MODE_CHECK, check_method, check_mode, check_number, check_odd, check_odd_pair, check_range,
+                               check_sigma_pair, is_traced)
 
 __all__ = ["box_blur", "edges", "emboss", "gaussian_blur", "random_gaussian_blur", "random_sharpen", "sharpen", "unsharp_mask"]
 
@@ -306,7 +306,7 @@ def _kernel_reach(options) -> int:
 
 
 # a filter stage's boundary mode and lowering, checked when the stage is built
-FILTER_CHECKS = {"mode": check_mode, "method": check_method}
+FILTER_CHECKS = {**MODE_CHECK, "method": check_method}
 
 
 def _kernel_option(options):

@@ -213,6 +213,10 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+# a stage's boundary mode, checked when the stage is built (OpInfo.checks)
+MODE_CHECK = {"mode": check_mode}
+
+
 def check_sample_mode(mode: str) -> str:
     """A geometry op's mode (:data:`SAMPLE_MODES` or an alias of
     :data:`SAMPLE_MODE_ALIASES`), as its canonical name."""

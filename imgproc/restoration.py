@@ -37,7 +37,7 @@ from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
-from imgproc._validate import check_choice, check_mode, check_odd, check_per_image, is_traced
+from imgproc._validate import MODE_CHECK, check_choice, check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
     "DENOISE_METHODS",
@@ -800,7 +800,6 @@ def _check_denoise_method(method):
     return method
 
 
-MODE_CHECK = {"mode": check_mode}  # the boundary mode, checked when a stage is built
 OPS = (
     OpInfo("nl_means", nl_means, checks=MODE_CHECK),
     OpInfo("tv_chambolle", tv_chambolle),

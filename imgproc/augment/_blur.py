@@ -13,7 +13,7 @@ from imgproc._eager import compiled_when_eager
 from imgproc._random import bernoulli, maybe, run_random_op, uniform
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
-from imgproc._validate import check_mode, check_number, check_odd, check_range
+from imgproc._validate import MODE_CHECK, check_number, check_odd, check_range
 from imgproc.restoration import median
 
 
@@ -125,7 +125,6 @@ def random_motion_blur(key, image, *, size=7, length_range=(3, 7), angle_range=(
                          length_range=length_range, angle_range=angle_range, mode=mode)
 
 
-MODE_CHECK = {"mode": check_mode}  # the boundary mode, checked when a stage is built
 OPS = (
     OpInfo("median_blur", median_blur, checks=MODE_CHECK),
     OpInfo("motion_blur", motion_blur, checks=MODE_CHECK),

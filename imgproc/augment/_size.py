@@ -21,7 +21,7 @@ from imgproc._checks import check_image
 from imgproc._random import run_random_op, uniform
 from imgproc._stages import OpInfo, register_ops
 from imgproc._types import callers_type
-from imgproc._validate import check_choice, check_mode, check_number, check_range, check_size_pair
+from imgproc._validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 from imgproc.augment._common import back, hw, to_float
 from imgproc.augment._targets import matrix_rule, scale_translate
 
@@ -415,7 +415,7 @@ def _random_resize_matrix(q, i, o, /, **_):
 OPS = (
     OpInfo("resize", resize, targets=matrix_rule(_to_size), checks={"method": _check_method}),
     OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size), checks={"method": _check_method}),
-    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks={"mode": check_mode}),
+    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
     OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix), checks={"method": _check_method}),
     OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
