@@ -30,6 +30,12 @@ GROUP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 MAX_SEARCH = 75
 MAX_BLOCK = 16
 
+
+def check_stage(stage):
+    """``stage`` if it is one of :data:`STAGES` (also checked when a pipeline stage is built)."""
+    return check_choice("stage", stage, STAGES)
+
+
 # Opponent colour transform of the reference package (rows: luma, two chroma channels).
 _OPP = np.array([[1 / 3, 1 / 3, 1 / 3], [0.5, 0.0, -0.5], [0.25, -0.5, 0.25]])
 _OPP_INV = np.linalg.inv(_OPP)
@@ -656,7 +662,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       >>> bool(np.abs(out - clean).std() < 0.3 * np.abs(noisy - clean).std())
       True
     """
-    check_choice("stage", stage, STAGES)
+    check_stage(stage)
     mode = check_mode(mode)
     block_size = check_int("block_size", block_size, low=2, high=MAX_BLOCK)
     step = check_int("step", step, low=1, high=block_size)

@@ -29,7 +29,7 @@ from jax import lax
 
 from imgproc._arrays import from_nhwc, resolve_max, to_bhwc, to_nhwc, to_output
 from imgproc._boundary import extended_band, padded_planes
-from imgproc._bm3d import STAGES as BM3D_STAGES, bm3d
+from imgproc._bm3d import bm3d, check_stage as check_bm3d_stage
 from imgproc._checks import check_image
 from imgproc._fusion import in_own_loop
 from imgproc._output_buffers import flat_argument, from_flat
@@ -37,7 +37,7 @@ from imgproc._nl_means import half_window, nl_means_nhwc
 from imgproc._noise_level import sigma_nhwc
 from imgproc._stages import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc._types import callers_type
-from imgproc._validate import MODE_CHECK, check_choice, check_mode, check_odd, check_per_image, is_traced
+from imgproc._validate import MODE_CHECK, check_mode, check_odd, check_per_image, is_traced
 
 __all__ = [
     "DENOISE_METHODS",
@@ -806,7 +806,7 @@ OPS = (
     OpInfo("bilateral", bilateral, radius=lambda o: bilateral_radius(o.get("sigma_spatial", 1.0), o.get("size")),
            checks=MODE_CHECK),
     OpInfo("median", median, radius=lambda o: int(o.get("size", 3)) // 2, checks=MODE_CHECK),
-    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": lambda stage: check_choice("stage", stage, BM3D_STAGES)}),
+    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": check_bm3d_stage}),
     OpInfo("denoise", denoise, checks={"method": _check_denoise_method}),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
