@@ -324,7 +324,7 @@ OPS = (
     OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach, checks=FILTER_CHECKS),
     OpInfo("emboss", emboss, radius=lambda o: 1, checks=FILTER_CHECKS),
     OpInfo("edges", edges, radius=lambda o: 1, checks=FILTER_CHECKS),
-    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, checks=FILTER_CHECKS),
-    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, checks=FILTER_CHECKS),
+    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, checks=MODE_CHECK),
+    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, checks=MODE_CHECK),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

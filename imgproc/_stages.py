@@ -183,6 +183,10 @@ def register_ops(infos, *, targets=None) -> None:
     for info in infos:
         if info.random != (info.apply is not None):
             raise ValueError(f"op {info.name!r}: a random op needs both sample and apply")
+        unchecked = sorted(set(info.checks) - info.option_names()[0])
+        if unchecked and not _open_ended(info.fn):
+            raise ValueError(f"op {info.name!r} declares checks for {', '.join(map(repr, unchecked))}, which it does "
+                             f"not take; its options: {', '.join(sorted(info.option_names()[0])) or 'none'}")
         if info.targets is None and targets is not None:
             info = dataclasses.replace(info, targets=targets)
         _REGISTRY[info.name] = info
@@ -196,7 +200,8 @@ def register_op(name: str, fn: Callable, *, sample=None, apply=None, run_batch=N
     ``sample`` and ``apply`` pieces; ``targets`` says what it does to boxes, masks and
     keypoints (:data:`KEEPS_TARGETS` or a :class:`TargetRule`; None refuses targets);
     ``checks`` maps option names to the functions that check their values when a stage is
-    built (see :class:`OpInfo`). Returns ``fn``.
+    built (see :class:`OpInfo`; a check of an option ``fn`` does not take is refused here,
+    as it could never run). Returns ``fn``.
 
     Example:
         >>> import imgproc

@@ -198,9 +198,16 @@ def test_program_text_tells_apart_one_weight_or_one_mode():
     assert _program_text(pipes[0], x, None) != _program_text(pipes[1], x, None)
 
 
+# options that take a name besides numbers, whose default is a number: (op, option) -> a
+# name they take (found by grepping the ops for a string check of a non-string default)
+NAMED_BESIDES_NUMBERS = {("random_erasing", "value"): "random"}
+
+
 def _choice_options(info):
-    """The options of an op whose default is a name (a mode, method, interpolation...)."""
-    options = {}
+    """The options of an op whose default is a name (a mode, method, interpolation...),
+    or that take a name besides numbers (:data:`NAMED_BESIDES_NUMBERS`), with a name each
+    takes."""
+    options = {option: named for (op, option), named in NAMED_BESIDES_NUMBERS.items() if op == info.name}
     for part in (info.fn, info.sample, info.apply):
         for p in inspect.signature(part).parameters.values() if part is not None else ():
             if p.kind == p.KEYWORD_ONLY and isinstance(p.default, str):
@@ -215,7 +222,8 @@ CHOICE_OPS = sorted(n for n in imgproc.registered_ops() if _choice_options(looku
 def test_a_bad_choice_is_refused_when_the_stage_is_built(name):
     """Every registered op with a named choice (mode, method, interpolation, stage...)
     refuses a bad one in ``Pipeline(...)``, naming the allowed values, and takes its
-    default there (kept as written), before anything runs."""
+    default there (kept as written), before anything runs; an option that also takes
+    numbers (``random_erasing``'s ``value``) takes its name."""
     base = {"op": name, **EXAMPLE_OPTIONS.get(name, {})}
     for option, default in _choice_options(lookup(name)).items():
         with pytest.raises(ValueError, match=rf"{option} must be one of .*; got 'bogus'"):
@@ -236,6 +244,10 @@ def test_a_registered_op_declares_its_checks():
     assert imgproc.Pipeline([{"op": "tint_for_checks", "colour": "green"}]).to_spec()[0]["colour"] == "green"
     with pytest.raises(ValueError, match="colour must be one of red, green; got 'blue'"):
         imgproc.Pipeline([{"op": "tint_for_checks", "colour": "blue"}])
+    # a check of an option the op does not take could never run: refused when registered
+    with pytest.raises(ValueError, match="'tint_typo' declares checks for 'color', which it does not take; its "
+                                         "options: colour"):
+        imgproc.register_op("tint_typo", tint, checks={"color": check_colour})
 
 
 def test_unknown_and_missing_spec_options_are_refused_naming_the_options():

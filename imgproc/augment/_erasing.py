@@ -68,9 +68,14 @@ def _erasing_params(key, shape, *, layout, p=0.5, scale=(0.02, 0.33), ratio=(0.3
     }
 
 
-def _apply_erasing(image, params, *, layout, value=0.0, max_value=None):
+def _check_fill(value):
+    """A fill given by name must be ``"random"`` (numbers pass: :func:`erase` takes them)."""
     if isinstance(value, str):
         check_choice("value", value, ("random",))
+
+
+def _apply_erasing(image, params, *, layout, value=0.0, max_value=None):
+    _check_fill(value)
     x = jnp.asarray(image)
     box = params["top"], params["left"], params["height"], params["width"]
 
@@ -97,6 +102,7 @@ def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), v
 
 OPS = (
     OpInfo("erase", erase),
-    OpInfo("random_erasing", random_erasing, sample=_erasing_params, apply=_apply_erasing),
+    OpInfo("random_erasing", random_erasing, sample=_erasing_params, apply=_apply_erasing,
+           checks={"value": _check_fill}),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
