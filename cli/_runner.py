@@ -44,12 +44,17 @@ class Decoded:
 
 @dataclasses.dataclass
 class Result:
-    """One job's output image, or the reason it has none."""
+    """One job's output image, or the reason it has none, and what was odd but not fatal
+    (one line each)."""
 
     job: Job
     image: np.ndarray | None = None
     info: object = None
     error: BaseException | None = None
+    warnings: list = dataclasses.field(default_factory=list)
+
+
+ALPHA_DROPPED = "alpha channel dropped (the spec changes the image size)"
 
 
 def split_alpha(arr):
@@ -165,7 +170,17 @@ class BatchStage:
             error = ValueError(f"cannot process ({e})")
             error.__cause__ = e
             return [Result(d.job, error=error) for d in items]
-        return [Result(d.job, join_alpha(out[i], d.alpha, d.flat), d.info) for i, d in enumerate(items)]
+        return [_result(d, out[i]) for i, d in enumerate(items)]
+
+
+def _result(decoded: Decoded, image) -> Result:
+    """The :class:`Result` of ``decoded``'s job: ``image`` with the input's alpha carried
+    over, or without it, and a warning, when the pipeline changed the image's size (a
+    resize or a crop: the alpha no longer fits)."""
+    alpha = decoded.alpha
+    if alpha is not None and image.shape[:2] != alpha.shape[:2]:
+        return Result(decoded.job, join_alpha(image, None, decoded.flat), decoded.info, warnings=[ALPHA_DROPPED])
+    return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info)
 
 
 def _stacked(images, n: int) -> np.ndarray:
@@ -328,6 +343,8 @@ class _Run:
             if result.error is not None:
                 self.fail(result.job, result.error)
             else:
+                for message in result.warnings:
+                    self.report.warning(result.job.src, message)
                 self.write.submit(result)
 
     def _collect(self, wait=False):

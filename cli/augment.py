@@ -65,8 +65,10 @@ def _with_alpha(variants, alpha, src):
     warning."""
     import numpy as np
 
+    from imgproc.cli._runner import ALPHA_DROPPED
+
     if variants.shape[1:3] != alpha.shape[:2]:
-        click.echo(f"warning: {src}: alpha channel dropped (the spec changes the image size)", err=True)
+        click.echo(f"warning: {src}: {ALPHA_DROPPED}", err=True)
         return variants
     colour = variants if variants.ndim == 4 else variants[..., None]
     a = np.broadcast_to(alpha.astype(colour.dtype), (*colour.shape[:3], 1))

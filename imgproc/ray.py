@@ -303,6 +303,7 @@ class _Compute:
             if res.error is not None:
                 out[i].update(_failed(rows[i], res.error))
             else:
+                out[i]["warnings"] = "\n".join(filter(None, [out[i]["warnings"], *res.warnings]))
                 writing[i] = self.pool.submit(write_result, res, self.opts)
         for i, fut in writing.items():
             try:

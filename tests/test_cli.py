@@ -50,6 +50,30 @@ def test_blur_sharpen_and_run(noisy, tmp_path):
     assert imgproc.load_image(tmp_path / "r.png").shape == (300, 451, 3)
 
 
+def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, samples):
+    """A resize or crop leaves the input's alpha the wrong size: the output has none and
+    a warning says so, in single-file and folder runs (it was a NumPy concatenate error
+    that ended a folder run with nothing written), as `imgproc augment` does."""
+    spec = tmp_path / "resize.json"
+    spec.write_text(json.dumps([{"op": "resize", "size": [40, 60]}]))
+    code, _, err = run("run", spec, samples / "logo_rgba.png", tmp_path / "one.png")
+    assert code == 0 and err == f"warning: {samples / 'logo_rgba.png'}: alpha channel dropped (the spec changes the image size)\n"
+    assert imgproc.load_image(tmp_path / "one.png").shape == (40, 60, 3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("logo_rgba.png", "chelsea.jpg"):
+        shutil.copy(samples / name, folder / name)
+    code, _, err = run("run", spec, folder, tmp_path / "out", "--log-format", "json")
+    events = [json.loads(line) for line in err.splitlines()]
+    assert code == 0 and [e["event"] for e in events] == ["warning", "summary"] and events[1]["written"] == 2
+    assert imgproc.load_image(tmp_path / "out" / "logo_rgba.png").shape == (40, 60, 3)
+    assert imgproc.load_image(tmp_path / "out" / "chelsea.jpg").shape == (40, 60, 3)
+    # a spec that keeps the size keeps the alpha
+    spec.write_text(json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]))
+    assert run("run", spec, samples / "logo_rgba.png", tmp_path / "kept.png")[0] == 0
+    assert imgproc.load_image(tmp_path / "kept.png").shape[2] == 4
+
+
 @pytest.mark.parametrize(
     "args, code, message",
     [
