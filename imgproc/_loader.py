@@ -234,7 +234,7 @@ def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
     unreadable file or a folder. What :func:`read_image` reads before it decodes."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with _open_for_reading(path) as f:
             _check_size(_file_size(f), max_pixels, path)  # before reading a huge file
             data = f.read()
     except FileNotFoundError:
@@ -248,6 +248,26 @@ def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
             raise
         raise InputError(path, f"cannot read ({e.strerror or e})") from None
     return data
+
+
+def _open_for_reading(path: Path):
+    """``open(path, "rb")`` that does not wait for a writer: a named pipe (FIFO) nobody
+    writes to would block ``open`` forever, where Ctrl-C cannot reach the thread. It is
+    opened non-blocking, then read blocking: with no writer it reads as empty (refused as
+    an empty file), with one (``<(command)``, a writer already there) it reads what the
+    writer sends. Regular files read as always."""
+    import os
+
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    if not nonblock:  # no such flag (Windows): no FIFOs to wait for either
+        return open(path, "rb")
+    fd = os.open(path, os.O_RDONLY | nonblock)
+    try:
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _check_size(size: int, max_pixels, path):

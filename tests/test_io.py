@@ -92,6 +92,32 @@ def test_bad_inputs(tmp_path, make, error, match):
         imgproc.load_image(p)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this OS")
+def test_a_named_pipe_nobody_writes_to_is_refused_not_waited_for(tmp_path):
+    """open() of a FIFO waits for a writer, in a decode thread that Ctrl-C cannot reach
+    (a new user's `mkfifo x.jpg; imgproc blur x.jpg out.png` hung through SIGINT and
+    SIGTERM); it reads as an empty file instead. A folder is still a folder."""
+    import threading
+
+    fifo = tmp_path / "pipe.jpg"
+    os.mkfifo(fifo)
+    raised = []
+
+    def read():
+        try:
+            imgproc.load_image(fifo)
+        except Exception as e:  # noqa: BLE001 - checked below
+            raised.append(e)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    assert not reader.is_alive(), "load_image waited for a writer"
+    assert isinstance(raised[0], InvalidImageError) and "empty file" in str(raised[0])
+    with pytest.raises(InputError, match="is a folder"):
+        imgproc.load_image(tmp_path)
+
+
 def test_unknown_extension_and_bad_quality(tmp_path):
     with pytest.raises(OutputError, match="unknown output extension '.xyz'"):
         imgproc.save_image(tmp_path / "a.xyz", np.zeros((2, 2), np.uint8))
