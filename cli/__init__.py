@@ -120,7 +120,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
     opts = ctx.obj
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
-        pipe = _denoise.Verbose(pipe, method)
+        pipe = _denoise.Verbose(pipe, method, opts.log_format)
     ctx.exit(_run(pipe, opts))
 
 

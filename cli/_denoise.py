@@ -44,18 +44,30 @@ def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode=
 class Verbose:
     """Wraps a pipeline for ``--verbose``: the runner calls :meth:`describe` with each batch
     and the paths of its images before running it, which prints one line per file on
-    stderr with the noise estimate, the impulse fraction and the method used."""
+    stderr with the noise estimate, the impulse fraction and the method used (by its
+    ``--method`` name), as text or, with ``log_format="json"``, as one JSON object
+    (``{"event": "estimate", "path", "noise_sigma", "impulses", "method"}``), under the
+    lock that keeps lines out of a decoder's capture of fd 2 (as the run's report does)."""
 
-    def __init__(self, pipeline, method):
-        self.pipeline, self.method = pipeline, method
+    def __init__(self, pipeline, method, log_format="text"):
+        self.pipeline, self.method, self.json = pipeline, method, log_format == "json"
 
     def describe(self, images, names):
+        import json
+
+        from imgproc._native_stderr import LOCK
         from imgproc.restoration import auto_choice
 
         arr = np.asarray(images)
         for name, (choice, sigma, frac) in zip(names, auto_choice(arr, layout="NHWC")):
-            picked = choice if self.method == "auto" else self.method
-            click.echo(f"{name}: noise sigma {sigma:.2f}, impulses {100 * frac:.2f}%, method {picked}", err=True)
+            picked = choice.replace("_", "-") if self.method == "auto" else self.method
+            if self.json:
+                line = json.dumps({"event": "estimate", "path": name, "noise_sigma": round(float(sigma), 4),
+                                   "impulses": round(float(frac), 6), "method": picked})
+            else:
+                line = f"{name}: noise sigma {sigma:.2f}, impulses {100 * frac:.2f}%, method {picked}"
+            with LOCK:
+                click.echo(line, err=True)
 
     def __call__(self, images, **kwargs):
         return self.pipeline(images, **kwargs)

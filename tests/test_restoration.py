@@ -4,6 +4,7 @@ batch equals a loop, layouts, dtypes, properties, bad arguments, no recompilatio
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from typing import Callable
 
@@ -511,8 +512,15 @@ def test_cli_verbose_names_each_file_of_a_folder_run(tmp_path, rng):
     code, err = _cli("denoise", src, tmp_path / "out", "--verbose", "--quiet")
     lines = sorted(err.splitlines())
     assert code == 0 and len(lines) == 2, err
-    assert lines[0].startswith(f"{src / 'gauss.png'}: ") and lines[0].endswith("method nl_means")
+    assert lines[0].startswith(f"{src / 'gauss.png'}: ") and lines[0].endswith("method nl-means")
     assert lines[1].startswith(f"{src / 'pepper.png'}: ") and "method median" in lines[1]
+    # with --log-format json every line on stderr is JSON, the estimates included
+    code, err = _cli("denoise", src, tmp_path / "out_json", "--verbose", "--log-format", "json")
+    events = [json.loads(line) for line in err.splitlines()]
+    estimates = sorted((e for e in events if e["event"] == "estimate"), key=lambda e: e["path"])
+    assert code == 0 and [e["path"] for e in estimates] == [str(src / "gauss.png"), str(src / "pepper.png")]
+    assert [e["method"] for e in estimates] == ["nl-means", "median3"] and estimates[0]["noise_sigma"] > 5
+    assert events[-1]["event"] == "summary"
 
 
 def test_cli_denoise_methods(tmp_path, rng):
@@ -521,7 +529,7 @@ def test_cli_denoise_methods(tmp_path, rng):
     src = tmp_path / "in.png"
     imgproc.save_image(src, noisy)
     code, err = _cli("denoise", src, tmp_path / "auto.png", "--verbose")
-    assert code == 0 and err.count("\n") == 1 and "noise sigma" in err and "method nl_means" in err
+    assert code == 0 and err.count("\n") == 1 and "noise sigma" in err and "method nl-means" in err
     assert err.startswith(f"{src}: ")
     np.testing.assert_array_equal(imgproc.load_image(tmp_path / "auto.png"), np.asarray(imgproc.denoise(noisy)))
     code, _ = _cli("denoise", src, tmp_path / "med.png", "--method", "median", "--size", "5")
