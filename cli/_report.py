@@ -91,16 +91,22 @@ class Reporter:
             self._tick()
 
     def rate(self) -> float:
+        """Images written a second, what the progress and the summary show (files skipped
+        or failed do not count: a rerun that skipped everything wrote nothing)."""
         elapsed = time.monotonic() - self.start
-        processed = self.done - self.skipped
-        return processed / elapsed if elapsed > 0 else 0.0
+        return self.written / elapsed if elapsed > 0 else 0.0
+
+    def _work_rate(self) -> float:
+        """Files done a second, skipped ones aside (failed ones are part of the work left)."""
+        elapsed = time.monotonic() - self.start
+        return (self.done - self.skipped) / elapsed if elapsed > 0 else 0.0
 
     def eta(self) -> float | None:
         """Seconds left, or None while the rate means nothing yet: before
         :data:`ETA_MIN_IMAGES` images were processed (skipped ones do not count) and
         :data:`ETA_MIN_SECONDS` went by (the first batch includes compiling)."""
         elapsed = time.monotonic() - self.start
-        rate = self.rate()
+        rate = self._work_rate()
         if self.done - self.skipped < ETA_MIN_IMAGES or elapsed < ETA_MIN_SECONDS or rate <= 0:
             return None
         return (self.total - self.done) / rate

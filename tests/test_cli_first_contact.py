@@ -220,6 +220,30 @@ def test_progress_has_no_early_eta_and_labelled_columns(monkeypatch):
     assert rep.eta() is not None and "ETA -" not in lines[-1] and "ETA " in lines[-1]
 
 
+def test_the_rate_counts_written_images_only(monkeypatch):
+    """A rerun that skipped 9 files and failed 2 in a blink wrote nothing: 0 images/s (it
+    said 173), and the summary says so; the ETA still runs on every file done."""
+    from imgproc.cli import _report
+    from imgproc.cli._options import RunOptions
+
+    clock = [100.0]
+    monkeypatch.setattr(_report.time, "monotonic", lambda: clock[0])
+    lines = []
+    rep = _report.Reporter(12, RunOptions(log_interval=1e9))
+    monkeypatch.setattr(rep, "_line", lines.append)
+    for _ in range(9):
+        rep.ok(skipped=True)
+    rep.error("a.jpg", "truncated", 65)
+    rep.error("b.jpg", "truncated", 65)
+    clock[0] += 0.01
+    assert rep.rate() == 0.0
+    rep.summary()
+    assert "0 written, 9 skipped (output exists), 2 failed, 1 not done" in lines[-4] and "(0.0 images/s)" in lines[-4]
+    clock[0] += 1.99
+    rep.ok()
+    assert rep.rate() == 0.5 and rep.eta() is not None
+
+
 def test_progress_bar_columns_are_labelled(monkeypatch):
     from imgproc.cli import _report
     from imgproc.cli._options import RunOptions
