@@ -113,12 +113,12 @@ def plan_file(opts: RunOptions) -> Job:
     input itself, exists without ``overwrite``, no such folder)."""
     src, dst = Path(opts.input), Path(opts.output)
     if str(opts.output).endswith(("/", os.sep)) and not dst.is_dir():
-        raise OutputError(opts.output, "folder does not exist")
+        raise OutputError(opts.output, "is a file, not a folder" if dst.exists() else "folder does not exist")
     if dst.is_dir():
         dst = dst / (src.stem + output_extension(src, opts.out_format))
     folder = dst.parent if str(dst.parent) else Path(".")
     if not folder.is_dir():
-        raise OutputError(dst, f"folder {folder} does not exist")
+        raise OutputError(dst, f"{folder} is a file, not a folder" if folder.exists() else f"folder {folder} does not exist")
     output_format(dst)
     if same_file(src, dst):
         raise OutputError(dst, "is the input file itself; choose another output")

@@ -86,7 +86,8 @@ def augment_image(pipe, image, *, key, first_index, count):
     return out[..., 0] if gray and out.shape[-1] == 1 else out
 
 
-@click.command("augment", epilog=EXIT_CODES)
+# augment has no --engine: its exit codes without Ray's
+@click.command("augment", epilog="\n".join(line for line in EXIT_CODES.split("\n") if "--engine ray" not in line))
 @click.argument("input", type=click.Path())
 @click.argument("outdir", type=click.Path(file_okay=False))
 @click.option("--spec", "spec", required=True, type=click.Path(dir_okay=False),
@@ -171,7 +172,8 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
         tmp = sheet.with_name(f".{sheet.name}.tmp.png")
         figures.contact_sheet(cells, tmp, titles=titles, ncols=ncols)
         tmp.replace(sheet)
-    click.echo(f"{written} variants of {len(files) - len(failures)} images written to {out}"
+    images = len(files) - len(failures)
+    click.echo(f"{written} variant{'s' * (written != 1)} of {images} image{'s' * (images != 1)} written to {out}"
                + (f", {skipped} skipped (output exists; --overwrite replaces them)" if skipped else "")
                + ("" if not write_sheet or not rows else f"; contact sheet {sheet}"))
     if failures and len(failures) == len(files):

@@ -294,7 +294,7 @@ def _gaussian_reach(options) -> int:
         return max(check_odd_pair("size", size)) // 2
     sigma = options.get("sigma", 1.0)
     sigmas = sigma if isinstance(sigma, (list, tuple)) else (sigma,)  # per axis
-    return max(_kernels.gaussian_radius(float(s), options.get("truncate", 4.0)) for s in sigmas)
+    return max(_kernels.gaussian_radius(s, options.get("truncate", 4.0)) for s in sigmas)  # checks both
 
 
 def _size_reach(options, default=None) -> int:

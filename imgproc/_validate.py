@@ -79,7 +79,7 @@ def check_number(name, value, *, low=None, high=None, low_open=False):
         >>> check_number("sigma", -1, low=0)
         Traceback (most recent call last):
         ...
-        ValueError: sigma must be a finite number in [0, inf]; got -1
+        ValueError: sigma must be a finite number in [0, inf); got -1
     """
     if is_traced(value):
         return value
@@ -89,9 +89,9 @@ def check_number(name, value, *, low=None, high=None, low_open=False):
         raise ValueError(f"{name} must be a finite number; got {value!r}") from None
     too_low = low is not None and (v <= low if low_open else v < low)
     if not np.isfinite(v) or too_low or (high is not None and v > high):
-        lo = "-inf" if low is None else f"{low:g}"
-        hi = "inf" if high is None else f"{high:g}"
-        raise ValueError(f"{name} must be a finite number in {'(' if low_open else '['}{lo}, {hi}]; got {value!r}")
+        lo = "(-inf" if low is None else f"{'(' if low_open else '['}{low:g}"
+        hi = "inf)" if high is None else f"{high:g}]"
+        raise ValueError(f"{name} must be a finite number in {lo}, {hi}; got {value!r}")
     return value
 
 
@@ -107,7 +107,7 @@ def check_range(name, value, *, low=None, high=None):
     ok = np.isfinite(lo) and np.isfinite(hi) and lo <= hi
     ok = ok and (low is None or lo >= low) and (high is None or hi <= high)
     if not ok:
-        bounds = f" within [{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+        bounds = f" within {'(-inf' if low is None else f'[{low:g}'}, {'inf)' if high is None else f'{high:g}]'}"
         raise ValueError(f"{name} must be a pair low <= high{bounds}; got {value!r}")
     return value
 

@@ -408,7 +408,7 @@ def test_random_perspective_corners_follow_torchvision_ranges():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: imgproc.affine(U8, scale=0), "scale must be a finite number in \\(0, inf\\]"),
+    (lambda: imgproc.affine(U8, scale=0), "scale must be a finite number in \\(0, inf\\)"),
     (lambda: imgproc.affine(U8, angle=float("nan")), "angle must be a finite number"),
     (lambda: imgproc.affine(U8, interpolation="cubic"), "interpolation must be one of 'bilinear', 'nearest'"),
     (lambda: imgproc.affine(U8, shear=(1, 2, 3)), "shear must be a number or a pair"),

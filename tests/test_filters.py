@@ -163,7 +163,7 @@ def test_traced_sigma_needs_size():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda x: imgproc.gaussian_blur(x, -1.0), r"sigma must be a finite number in \[0, inf\]"),
+        (lambda x: imgproc.gaussian_blur(x, -1.0), r"sigma must be a finite number in \[0, inf\)"),
         (lambda x: imgproc.gaussian_blur(x, float("nan")), "sigma must be a finite number"),
         (lambda x: imgproc.gaussian_blur(x, float("inf")), "sigma must be a finite number"),
         (lambda x: imgproc.gaussian_blur(x, 1.0, size=4), "odd integer"),

@@ -116,7 +116,7 @@ def test_factor_keeps_svd_terms_without_a_centre_plus_rank1_form():
     [
         (lambda: kernels.box(4), "odd integer"),
         (lambda: kernels.box(0), "odd integer"),
-        (lambda: kernels.gaussian(-1.0), r"sigma must be a finite number in \[0, inf\]"),
+        (lambda: kernels.gaussian(-1.0), r"sigma must be a finite number in \[0, inf\)"),
         (lambda: kernels.gaussian(float("nan")), "sigma must be a finite number"),
         (lambda: kernels.gaussian(0.0, normalize=False), "sigma must be > 0"),
         (lambda: kernels.gaussian_1d(1.0, truncate=0), "truncate must be"),

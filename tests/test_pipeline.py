@@ -100,7 +100,7 @@ def test_bad_specs(spec, match):
 
 
 def test_bad_options_raise_before_running():
-    with pytest.raises(ValueError, match=r"sigma must be a finite number in \[0, inf\]"):
+    with pytest.raises(ValueError, match=r"sigma must be a finite number in \[0, inf\)"):
         imgproc.Pipeline([{"op": "gaussian_blur", "sigma": -2}])
     with pytest.raises(ValueError, match="mode must be one of reflect"):
         imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0, "mode": "edge"}])
