@@ -61,10 +61,18 @@ def check_paths(opts: RunOptions):
         check_not_url(i)
     if not str(opts.output).strip():
         raise ValueError("OUT is an empty path; give an output file, or a folder for a folder run")
-    out = Path(opts.output)
-    if is_folder_run(opts) and not out.exists() and out.suffix.lower() in IMAGE_EXTENSIONS:
-        what = "several inputs" if len(opts.inputs) > 1 else f"a {'folder' if Path(opts.input).is_dir() else 'glob'} input"
-        raise ValueError(f"OUT {opts.output!r} looks like an image file, but {what} needs an output folder; "
+    if is_folder_run(opts):
+        what = ("several inputs need" if len(opts.inputs) > 1
+                else f"a {'folder' if Path(opts.input).is_dir() else 'glob'} input needs")
+        check_folder_name(opts.output, "OUT", what)
+
+
+def check_folder_name(out, name: str, what: str):
+    """Refuse an output folder ``out`` (not there yet) named like an image file
+    (``out.jpg``): the user most likely meant a file. ``ValueError`` (exit 2) naming
+    ``name`` and saying ``what`` needs a folder."""
+    if not Path(out).exists() and Path(out).suffix.lower() in IMAGE_EXTENSIONS:
+        raise ValueError(f"{name} {str(out)!r} looks like an image file, but {what} an output folder; "
                          "give a folder name (it is created)")
 
 

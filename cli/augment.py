@@ -113,12 +113,14 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import imgproc
     from imgproc.errors import ImgprocError, OutputError
 
+    from imgproc.cli._plan import check_folder_name
     from imgproc.cli._process import load_spec
     from imgproc.cli._runner import split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     files = _inputs(os.path.expanduser(input))
     out = Path(os.path.expanduser(outdir))
+    check_folder_name(out, "OUTDIR", "augment writes its variants into")
     if out.exists() and not out.is_dir():
         raise OutputError(out, "exists and is not a folder")
     try:

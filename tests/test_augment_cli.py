@@ -60,3 +60,6 @@ def test_errors_and_exit_codes(setup):
     bad.write_text("[{")
     assert run(src, tmp / "o3", "--spec", bad).exit_code == 2
     assert run(tmp / "missing.png", tmp / "o4", "--spec", spec).exit_code == 66
+    r = run(src / "a.png", tmp / "a_blurred.png", "--spec", spec)  # meant a file: refused, nothing created
+    assert r.exit_code == 2 and "OUTDIR" in r.output and "looks like an image file" in r.output
+    assert not (tmp / "a_blurred.png").exists()
