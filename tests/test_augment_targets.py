@@ -119,6 +119,41 @@ def test_deterministic_moves_are_exact():
             np.testing.assert_allclose(kp[i], [xs.mean() + 0.5, ys.mean() + 0.5], atol=1e-4)
 
 
+@pytest.mark.parametrize("stage", [
+    {"op": "resize", "size": [4, 4], "method": "nearest"},
+    {"op": "resize", "size": [4, 4]},  # a linear image: its mask still takes the pixel holding each centre
+    {"op": "resize_shorter", "size": 4, "method": "nearest"},
+    {"op": "letterbox", "size": [4, 4], "method": "nearest"},
+    {"op": "random_resize", "size": [4, 4], "scale": [1, 1], "method": "nearest"},
+])
+def test_masks_follow_a_nearest_resize_at_its_ties(stage):
+    """At a 2x downscale every output centre is a tie between two source pixels: the mask
+    takes the one the image's "nearest" takes (the pixel holding the centre), not the one
+    rounding half to even gives (it was off by a pixel, found by a review)."""
+    img = np.zeros((8, 8), np.uint8)
+    img[2:5, 3:6] = 255
+    mask = (img > 0).astype(np.int32)
+    pipe = imgproc.Pipeline([stage])
+    key = 0 if pipe.is_random else None
+    _, t = pipe(img, key=key, targets={"masks": mask})
+    nearest = {**stage, "method": "nearest"} if stage["op"] != "resize_shorter" else stage
+    y = np.asarray(imgproc.Pipeline([nearest])(img, key=key))
+    np.testing.assert_array_equal(np.asarray(t["masks"]), (y > 0).astype(np.int32))
+
+
+def test_a_replayed_resized_crop_larger_than_the_image_moves_targets_as_the_image():
+    """Replayed parameters of a box beyond the image are held to it for the image; the
+    targets follow the same held box (they used the box as given)."""
+    img = np.zeros((40, 56, 1), np.uint8)
+    img[17:26, 21:32] = 255
+    box = np.array([[21, 17, 32, 26]], np.float32)
+    pipe = imgproc.Pipeline([{"op": "random_resized_crop", "size": [40, 56]}])
+    params = ({"top": np.array([0.0]), "left": np.array([0.0]), "height": np.array([80.0]), "width": np.array([56.0])},)
+    y, t = pipe.apply(img[None], params, targets={"boxes": box[None], "masks": (img[..., 0] > 0)[None]})
+    np.testing.assert_allclose(np.asarray(t["boxes"])[0, 0], box[0], atol=1e-4)  # the held box is the whole image
+    np.testing.assert_array_equal(np.asarray(t["masks"])[0], np.asarray(y)[0, ..., 0] > 127)
+
+
 def test_boxes_are_clipped_and_dropped_below_the_visible_area():
     x = np.zeros((1, 20, 20, 1), np.float32)
     boxes = np.array([[[2, 2, 8, 8], [15, 15, 19, 19], [9, 0, 12, 2], [4, 4, 6, 6]]], np.float32)

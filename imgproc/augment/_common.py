@@ -70,12 +70,15 @@ def warp_coordinates(matrix, out_hw):
     return rows, cols
 
 
-def sample_nearest(image, rows, cols, layout, cval):
-    """Nearest sampling at float ``rows``/``cols`` (rounded half to even, as PyTorch's
-    ``grid_sample(mode="nearest")``); a pixel outside the image reads ``cval``. dtype kept."""
+def sample_nearest(image, rows, cols, layout, cval, *, half_up=False):
+    """Nearest sampling at float ``rows``/``cols`` (pixel indices, rounded half to even, as
+    PyTorch's ``grid_sample(mode="nearest")``; with ``half_up``, half up: the pixel that holds
+    the point, as the resize ops' ``"nearest"`` takes the pixel holding an output centre); a
+    pixel outside the image reads ``cval``. dtype kept."""
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
-    ri, ci = jnp.round(rows).astype(jnp.int32), jnp.round(cols).astype(jnp.int32)
+    nearest = (lambda v: jnp.floor(v + 0.5)) if half_up else jnp.round
+    ri, ci = nearest(rows).astype(jnp.int32), nearest(cols).astype(jnp.int32)
     inside = (ri >= 0) & (ri < h) & (ci >= 0) & (ci < w)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
     value = x[jnp.clip(ri, 0, h - 1), jnp.clip(ci, 0, w - 1)]

@@ -348,10 +348,16 @@ def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
     the taps each output pixel reads."""
     size = hw(image, layout) if size is None else check_size_pair("size", size)
     h, w = hw(image, layout)
-    height = jnp.clip(jnp.asarray(params["height"], jnp.float32), 1.0, h)
-    width = jnp.clip(jnp.asarray(params["width"], jnp.float32), 1.0, w)
+    height, width = _held_box(params, (h, w))
     return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
                               max_box=(h, w))
+
+
+def _held_box(params, in_hw):
+    """A resized crop's ``(height, width)`` held to the image's (at least 1 pixel): what
+    the image and its targets both use."""
+    return (jnp.clip(jnp.asarray(params["height"], jnp.float32), 1.0, in_hw[0]),
+            jnp.clip(jnp.asarray(params["width"], jnp.float32), 1.0, in_hw[1]))
 
 
 @callers_type
@@ -465,7 +471,7 @@ _RULES = {
     "random_rot90": matrix_rule(lambda q, i, o, /, **_: _rot90_matrices(*i)[q["k"]]),
     "random_crop": matrix_rule(lambda q, i, o, /, **_: _crop_matrix(q["top"], q["left"], i, o)),
     "random_resized_crop": matrix_rule(
-        lambda q, i, o, /, **_: _resized_crop_matrix(q["top"], q["left"], q["height"], q["width"], o)),
+        lambda q, i, o, /, **_: _resized_crop_matrix(q["top"], q["left"], *_held_box(q, i), o)),
     "random_rotate": matrix_rule(lambda q, i, o, /, **_: _rotate_matrix(q["angle"], *i)),
     "random_translate": matrix_rule(lambda q, i, o, /, **_: scale_translate(1, 1, q["dx"], q["dy"])),
 }

@@ -413,12 +413,12 @@ def _random_resize_matrix(q, i, o, /, **_):
 
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("resize", resize, targets=matrix_rule(_to_size), checks={"method": _check_method}),
-    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size), checks={"method": _check_method}),
+    OpInfo("resize", resize, targets=matrix_rule(_to_size, half_up=True), checks={"method": _check_method}),
+    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size, half_up=True), checks={"method": _check_method}),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
-    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix), checks={"method": _check_method}),
+    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix, half_up=True), checks={"method": _check_method}),
     OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
-           targets=matrix_rule(_random_resize_matrix), checks={"method": _check_scaled_method}),
+           targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method}),
 )
 register_ops(OPS)

@@ -80,16 +80,20 @@ def move_points(xy, matrix):
     return jnp.stack([(m[0, 0] * x + m[0, 1] * y + m[0, 2]) / den, (m[1, 0] * x + m[1, 1] * y + m[1, 2]) / den], -1) + 0.5
 
 
-def matrix_rule(matrix) -> TargetRule:
+def matrix_rule(matrix, *, half_up=False) -> TargetRule:
     """The :class:`TargetRule` of an op that is one 3×3 matrix in pixel indices:
-    ``matrix(params, in_hw, out_hw, **options)`` (params None for a deterministic op)."""
+    ``matrix(params, in_hw, out_hw, **options)`` (params None for a deterministic op).
+    Masks are sampled as the op's image is with nearest interpolation: rounded half to even
+    (the warps), or with ``half_up`` the pixel that holds each output centre (the resize
+    ops, whose images' ``"nearest"`` does that: at an even downscale every output centre
+    is a tie, and the two rules pick different pixels)."""
 
     def points(xy, params, *, in_hw, out_hw, **options):
         return move_points(xy, matrix(params, in_hw, out_hw, **options))
 
     def mask(m, params, *, in_hw, out_hw, **options):
         rows, cols = warp_coordinates(matrix(params, in_hw, out_hw, **options), out_hw)
-        return sample_nearest(m, rows, cols, "HWC", 0.0)
+        return sample_nearest(m, rows, cols, "HWC", 0.0, half_up=half_up)
 
     return TargetRule(points, mask)
 
