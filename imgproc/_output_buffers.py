@@ -212,7 +212,8 @@ def aligned_flat_view(array: np.ndarray):
     if offset is None:
         return None
     start = array.ctypes.data - offset * array.itemsize
-    return np.asarray(_HostMemory(array, start, array.size + offset)), offset
+    # the array interface names a bfloat16 (ml_dtypes) only as raw 2-byte values: view it back
+    return np.asarray(_HostMemory(array, start, array.size + offset)).view(array.dtype), offset
 
 
 def flat_view_offset(array: np.ndarray):

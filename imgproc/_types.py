@@ -103,7 +103,8 @@ def _host_view(leaf: jax.Array, inputs) -> np.ndarray:
     if leaf.nbytes < VIEW_MIN_BYTES or not on_one_cpu(leaf):
         return np.array(leaf)
     leaf.block_until_ready()
-    view = np.asarray(_BufferOwner(leaf))
+    # the array interface names a bfloat16 (ml_dtypes) only as raw 2-byte values: view it back
+    view = np.asarray(_BufferOwner(leaf)).view(leaf.dtype)
     return view.copy() if _overlaps(view, inputs) else view
 
 
