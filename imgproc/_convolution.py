@@ -65,7 +65,7 @@ from imgproc._output_buffers import IntoBuffer
 from imgproc._pallas import correlate_fused, fits, runs_natively
 from imgproc._separable import _concrete, centre_weight, correlate_direct, correlate_separable as _correlate_passes
 from imgproc._stages import NO_HINTS
-from imgproc._validate import METHODS, check_method, check_mode, is_traced
+from imgproc._validate import METHODS, check_method, check_mode, check_number, is_traced
 # "auto": separable passes for kernels with one term that needs passes (rank 1, or a centre
 # weight plus rank 1: the sharpen); on CPU also for kernels of a few terms whose passes
 # apply clearly fewer weights than one direct 2-D pass (a difference or Laplacian of
@@ -94,6 +94,8 @@ def odd_kernel(kernel, *, flip: bool = False):
     prepended), which keeps ``origin=0`` semantics for every size.
     """
     concrete = is_concrete(kernel)
+    if jnp.iscomplexobj(kernel):  # float32 would drop the imaginary part with only a warning
+        raise ValueError(f"kernel must hold real numbers; got {jnp.asarray(kernel).dtype}")
     k = np.asarray(kernel, np.float32) if concrete else jnp.asarray(kernel, jnp.float32)
     if k.ndim != 2 or k.shape[0] == 0 or k.shape[1] == 0:
         raise ValueError(f"kernel must be a non-empty 2-D array; got shape {tuple(k.shape)}")
@@ -271,6 +273,8 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     in_place = hints.feeds_next
     cast_after = hints.cast_after or hints.in_loop  # a per-image loop's body is not the program's output
     traced = traced or {}
+    if "cval" in traced and not is_traced(traced["cval"]):  # NaN would fill the border with NaN
+        check_number("cval", float(traced["cval"]))
     if isinstance(image, jax.core.Tracer):
         return _stage_fn(image, traced, body=body, layout=layout, static=static, in_place=in_place,
                          cast_after=cast_after, from_integers=hints.from_integers)

@@ -326,7 +326,10 @@ def check_saved_float_range(array) -> None:
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16" or a.size == 0:
         return
     a = a.astype(np.float32, copy=False)
-    lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+    lo, hi = float(a.min()), float(a.max())  # NaN comes through both
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError("a float image to save must hold finite values; this one holds NaN or infinity "
+                         "(it would come out black there)")
     if hi > SAVE_FLOAT_MAX or lo < SAVE_FLOAT_MIN:
         raise ValueError(
             f"a float image is saved as values in [0, 1], but this one holds {lo:g}..{hi:g} (it would come out "

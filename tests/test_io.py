@@ -118,6 +118,15 @@ def test_a_named_pipe_nobody_writes_to_is_refused_not_waited_for(tmp_path):
         imgproc.load_image(tmp_path)
 
 
+def test_nan_is_refused_on_save_not_written_black(tmp_path):
+    x = np.full((8, 8, 3), 0.5, np.float32)
+    x[2, 3] = np.nan
+    for save in (lambda: imgproc.encode_image(x, "png"), lambda: imgproc.save_image(tmp_path / "x.png", x)):
+        with pytest.raises(ValueError, match="must hold finite values; this one holds NaN or infinity"):
+            save()
+    assert os.listdir(tmp_path) == []
+
+
 def test_unknown_extension_and_bad_quality(tmp_path):
     with pytest.raises(OutputError, match="unknown output extension '.xyz'"):
         imgproc.save_image(tmp_path / "a.xyz", np.zeros((2, 2), np.uint8))
