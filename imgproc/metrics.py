@@ -62,8 +62,10 @@ def ssim(a, b, *, data_range=None, win_size=None, gaussian_weights=False, sigma=
 
     Args:
         a, b: images of the same shape (any dimensionality; NumPy or JAX arrays).
-        data_range: value range; ``None``: the dtype's range for integers (255 for uint8,
-            65535 for uint16) and 1.0 for floats (skimage refuses ``None`` for floats).
+        data_range: value range; ``None``: the dtype's range for integers (max - min: 255
+            for uint8, 65535 for uint16 and int16) and 1.0 for floats (skimage refuses
+            ``None`` for floats); images whose dtypes imply different ranges (uint8
+            against float) are then refused, as :func:`psnr` refuses them.
         win_size: odd window side; ``None``: 7, or ``2 * int(3.5 * sigma + 0.5) + 1`` with
             ``gaussian_weights`` (skimage's rule).
         gaussian_weights: weight the window with a Gaussian (Wang et al.'s SSIM with
@@ -89,9 +91,15 @@ def ssim(a, b, *, data_range=None, win_size=None, gaussian_weights=False, sigma=
         raise ValueError(f"a and b must have the same shape; got {a.shape} and {b.shape}")
     if not np.isfinite(sigma) or sigma < 0:
         raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
-    if data_range is None:
-        data_range = float(np.iinfo(a.dtype).max) if np.issubdtype(a.dtype, np.integer) else 1.0
+    if data_range is None:  # scikit-image's dtype range: max - min (65535 for int16)
+        check_same_range(a, b)
+        info = np.iinfo(a.dtype) if np.issubdtype(a.dtype, np.integer) else None
+        data_range = float(info.max) - float(info.min) if info is not None else 1.0
     if channel_axis is not None:
+        if isinstance(channel_axis, bool) or not isinstance(channel_axis, (int, np.integer)) \
+                or not -a.ndim <= channel_axis < a.ndim:
+            raise ValueError(f"channel_axis must be an axis of the {a.ndim}-D images ({-a.ndim}..{a.ndim - 1}) "
+                             f"or None; got {channel_axis!r}")
         ax = channel_axis % a.ndim
         vals = [ssim(np.take(a, c, axis=ax), np.take(b, c, axis=ax), data_range=data_range, win_size=win_size,
                      gaussian_weights=gaussian_weights, sigma=sigma, use_sample_covariance=use_sample_covariance)

@@ -155,6 +155,32 @@ def test_psnr_refuses_mismatched_ranges_and_matches_skimage():
         imgproc.psnr(ref * 255, noisy * 255)  # floats beyond [-1, 1]: skimage refuses too
 
 
+def test_ssim_matches_skimage_and_refuses_what_it_cannot_compare():
+    """imgproc.ssim against skimage.metrics.structural_similarity: unsigned, signed (the
+    dtype's range is max - min) and float images, Gaussian windows, channel axes; a mix
+    of ranges and an axis the images do not have are refused (the axis wrapped around)."""
+    metrics = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(3)
+    ref = rng.random((24, 28, 3))
+    noisy = np.clip(ref + rng.normal(0, 0.1, ref.shape), 0, 1)
+    u8 = [(v * 255).round().astype(np.uint8) for v in (ref, noisy)]
+    u16 = [(v * 65535).round().astype(np.uint16) for v in (ref, noisy)]
+    i16 = [(v * 6000 - 3000).round().astype(np.int16) for v in (ref, noisy)]
+    cases = [(u8, {}), (u16, {}), (i16, {}), ((ref, noisy), {"data_range": 1.0}),
+             (u8, {"gaussian_weights": True, "sigma": 1.5, "use_sample_covariance": False})]
+    for (a, b), options in cases:
+        for axis in (None, -1, 2):
+            x, y = (a[..., 0], b[..., 0]) if axis is None else (a, b)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # skimage: "Setting data_range based on im1.dtype"
+                want = metrics.structural_similarity(x, y, channel_axis=axis, **options)
+            assert imgproc.ssim(x, y, channel_axis=axis, **options) == pytest.approx(want, rel=1e-9)
+    with pytest.raises(ValueError, match="uint8 .0..255. but image is float64 .0..1."):
+        imgproc.ssim(u8[0], noisy)
+    with pytest.raises(ValueError, match=r"channel_axis must be an axis of the 3-D images \(-3..2\) or None; got 3"):
+        imgproc.ssim(u8[0], u8[1], channel_axis=3)
+
+
 # --------------------------------------------------------------------------- 6: scipy's conventions
 
 import scipy.ndimage as ndi  # noqa: E402
