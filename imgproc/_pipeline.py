@@ -42,7 +42,7 @@ from imgproc._random import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc._random_runs import loops_over_images, run_random
 from imgproc._types import callers_type
 from imgproc._stages import LoweringHints, Stage, register_op, registered_ops
-from imgproc._validate import LAYOUT_NDIM, check_choice, check_key, check_layout, check_number
+from imgproc._validate import LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number
 from imgproc.augment._targets import check_targets, move_targets, target_rules
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
@@ -223,6 +223,8 @@ class Pipeline:
         # (imgproc._checks.check_image); on the other paths first
         images, layout, finish_check = check_image(images, self.layout, read_in_place=True, check_later=True)
         batched = layout in BATCH_LAYOUTS
+        if indices is not None:
+            indices = check_indices(indices, images.shape[0] if batched else 1)
         if isinstance(images, np.ndarray) and batched and images.shape[0] > _execution.chunk_size(images.shape):
             # a host batch too large to hold on the device at once; indices keep each
             # image's random draw what it would be in one call (each chunk is checked by

@@ -44,6 +44,7 @@ __all__ = [
     "MODES",
     "check_choice",
     "check_dtype",
+    "check_indices",
     "check_layout",
     "check_list_values",
     "check_same_range",
@@ -93,6 +94,33 @@ def check_number(name, value, *, low=None, high=None, low_open=False):
         hi = "inf)" if high is None else f"{high:g}]"
         raise ValueError(f"{name} must be a finite number in {lo}, {hi}; got {value!r}")
     return value
+
+
+def check_indices(indices, n: int):
+    """``indices`` for ``n`` images (random draws ``fold_in(key, index)``): ``n`` integers
+    in ``[0, 2**31)``, as a JAX array; a single image (``n == 1``) may give one integer.
+    A float index would be truncated and a 64-bit one wrapped into another image's draw,
+    so both are refused (values only for host data: a ``jax.Array`` is left on its devices).
+
+    Example:
+        >>> check_indices([0.5, 1.0], 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: indices must hold one integer per image (2) in [0, 2**31); got float64 values
+    """
+    want = f"indices must hold one integer per image ({n}) in [0, 2**31)"
+    # a jax.Array's values are not fetched (it may span other hosts' devices, or be traced)
+    traced = isinstance(indices, jax.Array)
+    a = indices if traced else np.asarray(indices)
+    if n == 1 and a.ndim == 0:
+        a = a.reshape(1)
+    if a.shape != (n,):
+        raise ValueError(f"{want}; got shape {tuple(a.shape)}")
+    if not jnp.issubdtype(a.dtype, jnp.integer) or a.dtype == bool:
+        raise ValueError(f"{want}; got {a.dtype} values")
+    if not traced and a.size and (a.min() < 0 or a.max() >= 2 ** 31):
+        raise ValueError(f"{want}; got values {int(a.min())}..{int(a.max())}")
+    return jnp.asarray(a)
 
 
 def check_range(name, value, *, low=None, high=None):

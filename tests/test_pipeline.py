@@ -245,3 +245,17 @@ def test_a_pipeline_pickles_as_its_spec():
     again = pickle.loads(pickle.dumps(pipe))
     assert again.to_spec() == pipe.to_spec() and again.layout == "NHWC" and again.trace_count == 0
     np.testing.assert_array_equal(np.asarray(again(x, key=key)), want)
+
+
+def test_indices_are_one_integer_per_image():
+    """A float index was truncated and a 64-bit one wrapped into another image's draw; a
+    wrong count gave JAX's scan error (found by a review)."""
+    x = np.random.default_rng(0).integers(0, 256, (4, 8, 8, 3)).astype(np.uint8)
+    pipe = imgproc.Pipeline([{"op": "random_brightness"}])
+    for bad, said in [(2, "shape \\(\\)"), ([0, 1], "shape \\(2,\\)"), ([0.5, 1.7, 2.2, 3.9], "float64 values"),
+                      (np.array([0, 1, 2, 2 ** 32]), "values 0..4294967296"), ([-1, 0, 1, 2], "values -1..2")]:
+        with pytest.raises(ValueError, match=r"indices must hold one integer per image \(4\) in \[0, 2\*\*31\); got " + said):
+            pipe(x, key=0, indices=bad)
+    np.testing.assert_array_equal(np.asarray(pipe(x, key=0, indices=np.arange(4, 8, dtype=np.int64))),
+                                  np.asarray(pipe(x, key=0, indices=[4, 5, 6, 7])))
+    np.testing.assert_array_equal(np.asarray(pipe(x[0], key=0, indices=5)), np.asarray(pipe(x[0], key=0, indices=[5])))

@@ -28,7 +28,7 @@ from imgproc._arrays import to_output
 from imgproc._checks import check_image
 from imgproc._random import BATCH_LAYOUTS, stage_key
 from imgproc._types import callers_type
-from imgproc._validate import check_key, check_number, is_traced
+from imgproc._validate import check_indices, check_key, check_number, is_traced
 
 MIX_OPS = ("mixup", "cutmix")
 
@@ -50,11 +50,7 @@ def _check_batch(images, labels, layout, indices, num_classes):
     if labels.ndim != 2 or labels.shape[0] != n:
         raise ValueError(f"labels must be one-hot (or soft) of shape (B, num_classes) = ({n}, K) for {n} images; got "
                          f"shape {tuple(labels.shape)}")
-    if indices is None:
-        indices = jnp.arange(n)
-    indices = jnp.asarray(indices)
-    if indices.shape != (n,):
-        raise ValueError(f"indices must hold one integer per image ({n}); got shape {tuple(indices.shape)}")
+    indices = jnp.arange(n) if indices is None else check_indices(indices, n)
     return images, labels.astype(jnp.float32), layout, indices
 
 
