@@ -9,6 +9,7 @@ import pytest
 
 import imgproc
 from imgproc._stages import KEEPS_TARGETS
+from imgproc.augment._size import letterbox_box
 
 B, H, W = 5, 32, 40
 
@@ -139,6 +140,26 @@ def test_masks_follow_a_nearest_resize_at_its_ties(stage):
     nearest = {**stage, "method": "nearest"} if stage["op"] != "resize_shorter" else stage
     y = np.asarray(imgproc.Pipeline([nearest])(img, key=key))
     np.testing.assert_array_equal(np.asarray(t["masks"]), (y > 0).astype(np.int32))
+
+
+@pytest.mark.parametrize("size", [(25, 90), (4, 4), (97, 203)])
+def test_masks_of_a_resize_take_the_images_nearest_pixels_at_every_tie(size):
+    """52 -> 90 columns has exact ties that floating point lands either side of: the
+    image's "nearest" computes its index maps in integers, and the masks take the same maps
+    (a mask of the image's own pixel positions comes out as the image)."""
+    h, w = 40, 52
+    img = (np.arange(h * w).reshape(h, w, 1) % 251).astype(np.uint8)
+    positions = np.arange(h * w, dtype=np.int32).reshape(h, w)
+    for stage in ({"op": "resize", "size": list(size), "method": "nearest"},
+                  {"op": "letterbox", "size": list(size), "method": "nearest"}):
+        y, t = imgproc.Pipeline([stage])(img, targets={"masks": positions})
+        picked = np.asarray(t["masks"])
+        top, left, nh, nw = letterbox_box(h, w, size) if stage["op"] == "letterbox" else (0, 0, *size)
+        inner = picked[top:top + nh, left:left + nw]
+        np.testing.assert_array_equal((inner % 251).astype(np.uint8), np.asarray(y)[top:top + nh, left:left + nw, 0])
+        rows, cols = np.divmod(inner, w)
+        np.testing.assert_array_equal(rows[:, 0], (2 * np.arange(nh) + 1) * h // (2 * nh))
+        np.testing.assert_array_equal(cols[0], (2 * np.arange(nw) + 1) * w // (2 * nw))
 
 
 def test_a_replayed_resized_crop_larger_than_the_image_moves_targets_as_the_image():

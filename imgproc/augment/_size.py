@@ -19,7 +19,7 @@ from imgproc._arrays import spatial_axes
 from imgproc._boundary import pad_axis
 from imgproc._checks import check_image
 from imgproc._random import run_random_op, uniform
-from imgproc._stages import OpInfo, register_ops
+from imgproc._stages import OpInfo, TargetRule, register_ops
 from imgproc._types import callers_type
 from imgproc._validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 from imgproc.augment._common import back, hw, to_float
@@ -55,15 +55,35 @@ def _resize_area(x, axes, out_hw):
     return x
 
 
+def nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    """The source index of each of ``n_out`` outputs along an axis of ``n_in`` for the
+    ``"nearest"`` resize: ``floor((i + 0.5) * n_in / n_out)`` in integers,
+    ``(2 i + 1) n_in // (2 n_out)``, exact at every tie (``jax.image.resize``, Pillow and
+    OpenCV compute it in floating point and each misses a few ties: 52 -> 90 outputs,
+    Pillow and OpenCV one of 90).
+
+    Example:
+        >>> nearest_index(8, 4).tolist(), nearest_index(3, 7).tolist()
+        ([1, 3, 5, 7], [0, 0, 1, 1, 1, 2, 2])
+    """
+    return (2 * np.arange(n_out, dtype=np.int64) + 1) * n_in // (2 * n_out)
+
+
+def _take_nearest(image, axes, out_hw):
+    """``image`` resized to ``out_hw`` along ``axes`` by :func:`nearest_index` (static)."""
+    for axis, n_out in zip(axes, out_hw):
+        if image.shape[axis] != n_out:
+            image = jnp.take(image, jnp.asarray(nearest_index(image.shape[axis], n_out), jnp.int32), axis=axis)
+    return image
+
+
 def _resize(image, out_hw, layout, method, antialias):
     """Resize a checked jax array (any layout) to ``out_hw``; dtype kept."""
     a, b = spatial_axes(layout)
     if tuple(image.shape[i] for i in (a, b)) == tuple(out_hw):
         return image
     if method == "nearest":  # a gather: exact in any dtype
-        shape = list(image.shape)
-        shape[a], shape[b] = out_hw
-        return jax.image.resize(image, tuple(shape), "nearest")
+        return _take_nearest(image, (a, b), out_hw)
     x = to_float(image)
     if method == "area":
         y = _resize_area(x, (a, b), out_hw)
@@ -89,9 +109,10 @@ def resize(image, size, *, method="linear", antialias=True, layout=None):
       Pillow's ``BILINEAR``, ``BICUBIC`` and ``LANCZOS`` always do (measured equal on float
       planes; uint8 within 1 level, Pillow rounds between its two passes).
     * ``"nearest"``: the source pixel holding the output pixel's centre,
-      ``floor((i + 0.5) * in / out)`` (``jax.image.resize``, Pillow ``NEAREST``, OpenCV
-      ``INTER_NEAREST_EXACT``; OpenCV's ``INTER_NEAREST`` uses ``floor(i * in / out)``).
-      Exact in every dtype.
+      ``floor((i + 0.5) * in / out)`` in exact integer arithmetic (:func:`nearest_index`;
+      Pillow ``NEAREST`` and OpenCV ``INTER_NEAREST_EXACT`` are the same rule in floating
+      point, which lands on the other pixel at a few exact ties; OpenCV's
+      ``INTER_NEAREST`` uses ``floor(i * in / out)``). Exact in every dtype.
     * ``"area"``: OpenCV's ``INTER_AREA``: each output pixel is the mean of the source
       pixels it covers, weighted by their overlap (a plain block mean for integer
       factors). Equals ``cv2.resize`` when both sides shrink or both grow; when one side
@@ -411,13 +432,32 @@ def _random_resize_matrix(q, i, o, /, **_):
     return scale_translate(s, s, q["left"], q["top"])
 
 
+def _nearest_rule(matrix, place=None) -> TargetRule:
+    """Points moved by ``matrix``; masks resized by the image's own ``"nearest"``
+    (:func:`nearest_index`: the same pixels, ties included, whatever the image's method),
+    placed at ``place(in_hw, **options) -> (top, left, height, width)`` on the output
+    (default: the whole output) with zeros around."""
+
+    def mask(m, params, *, in_hw, out_hw, **options):
+        top, left, nh, nw = (0, 0, *out_hw) if place is None else place(in_hw, **options)
+        inner = _take_nearest(m, (0, 1), (nh, nw))
+        return jnp.pad(inner, ((top, out_hw[0] - nh - top), (left, out_hw[1] - nw - left), (0, 0)))
+
+    return TargetRule(matrix_rule(matrix).points, mask)
+
+
+def _letterbox_place(in_hw, *, size, **_):
+    return letterbox_box(*in_hw, check_size_pair("size", size))
+
+
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("resize", resize, targets=matrix_rule(_to_size, half_up=True), checks={"method": _check_method}),
-    OpInfo("resize_shorter", resize_shorter, targets=matrix_rule(_to_size, half_up=True), checks={"method": _check_method}),
+    OpInfo("resize", resize, targets=_nearest_rule(_to_size), checks={"method": _check_method}),
+    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(_to_size), checks={"method": _check_method}),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
-    OpInfo("letterbox", letterbox, targets=matrix_rule(_letterbox_matrix, half_up=True), checks={"method": _check_method}),
+    OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_matrix, _letterbox_place),
+           checks={"method": _check_method}),
     OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
            targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method}),
 )

@@ -84,9 +84,10 @@ def matrix_rule(matrix, *, half_up=False) -> TargetRule:
     """The :class:`TargetRule` of an op that is one 3×3 matrix in pixel indices:
     ``matrix(params, in_hw, out_hw, **options)`` (params None for a deterministic op).
     Masks are sampled as the op's image is with nearest interpolation: rounded half to even
-    (the warps), or with ``half_up`` the pixel that holds each output centre (the resize
-    ops, whose images' ``"nearest"`` does that: at an even downscale every output centre
-    is a tie, and the two rules pick different pixels)."""
+    (the warps), or with ``half_up`` the pixel that holds each output centre (a random
+    resize, whose image's ``"nearest"`` does that: at an even downscale every output
+    centre is a tie, and the two rules pick different pixels; the fixed-size resize ops
+    resize their masks with the image's own index maps, ``_size._nearest_rule``)."""
 
     def points(xy, params, *, in_hw, out_hw, **options):
         return move_points(xy, matrix(params, in_hw, out_hw, **options))
