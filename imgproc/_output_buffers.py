@@ -212,8 +212,10 @@ def aligned_flat_view(array: np.ndarray):
     if offset is None:
         return None
     start = array.ctypes.data - offset * array.itemsize
-    # the array interface names a bfloat16 (ml_dtypes) only as raw 2-byte values: view it back
-    return np.asarray(_HostMemory(array, start, array.size + offset)).view(array.dtype), offset
+    flat = np.asarray(_HostMemory(array, start, array.size + offset))
+    if flat.dtype != array.dtype:  # the array interface names a bfloat16 (ml_dtypes) as raw 2-byte values
+        flat = flat.view(array.dtype)
+    return flat, offset
 
 
 def flat_view_offset(array: np.ndarray):

@@ -103,8 +103,9 @@ def _host_view(leaf: jax.Array, inputs) -> np.ndarray:
     if leaf.nbytes < VIEW_MIN_BYTES or not on_one_cpu(leaf):
         return np.array(leaf)
     leaf.block_until_ready()
-    # the array interface names a bfloat16 (ml_dtypes) only as raw 2-byte values: view it back
-    view = np.asarray(_BufferOwner(leaf)).view(leaf.dtype)
+    view = np.asarray(_BufferOwner(leaf))
+    if view.dtype != leaf.dtype:  # the array interface names a bfloat16 (ml_dtypes) as raw 2-byte values
+        view = view.view(leaf.dtype)
     return view.copy() if _overlaps(view, inputs) else view
 
 
