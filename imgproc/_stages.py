@@ -183,10 +183,11 @@ def register_ops(infos, *, targets=None) -> None:
     for info in infos:
         if info.random != (info.apply is not None):
             raise ValueError(f"op {info.name!r}: a random op needs both sample and apply")
-        unchecked = sorted(set(info.checks) - info.option_names()[0])
+        allowed = info.option_names()[0]
+        unchecked = sorted(set(info.checks) - allowed)
         if unchecked and not _open_ended(info.fn):
             raise ValueError(f"op {info.name!r} declares checks for {', '.join(map(repr, unchecked))}, which it does "
-                             f"not take; its options: {', '.join(sorted(info.option_names()[0])) or 'none'}")
+                             f"not take; its options: {', '.join(sorted(allowed)) or 'none'}")
         if info.targets is None and targets is not None:
             info = dataclasses.replace(info, targets=targets)
         _REGISTRY[info.name] = info

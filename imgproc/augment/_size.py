@@ -410,10 +410,6 @@ def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="
 # how boxes, masks and keypoints follow each op (imgproc.augment._targets): one matrix each
 
 
-def _to_size(q, i, o, /, **_):
-    return scale_translate(o[1] / i[1], o[0] / i[0], 0.0, 0.0)
-
-
 def _pad_matrix(q, i, o, /, padding, **_):
     left, top, _, _ = _padding4(padding)
     return scale_translate(1.0, 1.0, left, top)
@@ -424,24 +420,27 @@ def _center_crop_matrix(q, i, o, /, size, **_):
     return scale_translate(1.0, 1.0, ltrb[0] - left, ltrb[1] - top)
 
 
-def _letterbox_matrix(q, i, o, /, size, **_):
-    top, left, nh, nw = letterbox_box(*i, check_size_pair("size", size))
-    return scale_translate(nw / i[1], nh / i[0], left, top)
-
-
 def _random_resize_matrix(q, i, o, /, **_):
     s = q["scale"] * min(o[0] / i[0], o[1] / i[1])
     return scale_translate(s, s, q["left"], q["top"])
 
 
-def _nearest_rule(matrix, place=None) -> TargetRule:
-    """Points moved by ``matrix``; masks resized by the image's own ``"nearest"``
-    (:func:`nearest_index`: the same pixels, ties included, whatever the image's method),
-    placed at ``place(in_hw, **options) -> (top, left, height, width)`` on the output
-    (default: the whole output) with zeros around."""
+def _nearest_rule(place=None) -> TargetRule:
+    """The rule of an op that resizes the image and puts it at ``place(in_hw, **options)
+    -> (top, left, height, width)`` on the output (default: the whole output): points are
+    scaled and shifted to that box; masks are resized by the image's own ``"nearest"``
+    (:func:`nearest_index`: the same pixels, ties included, whatever the image's method)
+    with zeros around."""
+
+    def box(in_hw, out_hw, options):
+        return (0, 0, *out_hw) if place is None else place(in_hw, **options)
+
+    def matrix(q, in_hw, out_hw, /, **options):
+        top, left, nh, nw = box(in_hw, out_hw, options)
+        return scale_translate(nw / in_hw[1], nh / in_hw[0], left, top)
 
     def mask(m, params, *, in_hw, out_hw, **options):
-        top, left, nh, nw = (0, 0, *out_hw) if place is None else place(in_hw, **options)
+        top, left, nh, nw = box(in_hw, out_hw, options)
         inner = _take_nearest(m, (0, 1), (nh, nw))
         return jnp.pad(inner, ((top, out_hw[0] - nh - top), (left, out_hw[1] - nw - left), (0, 0)))
 
@@ -454,11 +453,11 @@ def _letterbox_place(in_hw, *, size, **_):
 
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("resize", resize, targets=_nearest_rule(_to_size), checks={"method": _check_method}),
-    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(_to_size), checks={"method": _check_method}),
+    OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method}),
+    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method}),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
-    OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_matrix, _letterbox_place),
+    OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_place),
            checks={"method": _check_method}),
     OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
            targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method}),
