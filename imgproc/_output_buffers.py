@@ -212,10 +212,15 @@ def aligned_flat_view(array: np.ndarray):
     if offset is None:
         return None
     start = array.ctypes.data - offset * array.itemsize
-    flat = np.asarray(_HostMemory(array, start, array.size + offset))
-    if flat.dtype != array.dtype:  # the array interface names a bfloat16 (ml_dtypes) as raw 2-byte values
-        flat = flat.view(array.dtype)
-    return flat, offset
+    return interface_array(_HostMemory(array, start, array.size + offset), array.dtype), offset
+
+
+def interface_array(owner, dtype) -> np.ndarray:
+    """NumPy's array of ``owner``'s ``__array_interface__``, as ``dtype``: the interface
+    names a bfloat16 (ml_dtypes) only as raw 2-byte values, so such an array is viewed
+    back (other dtypes come as they are, the array's base still ``owner``)."""
+    array = np.asarray(owner)
+    return array if array.dtype == dtype else array.view(dtype)
 
 
 def flat_view_offset(array: np.ndarray):

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc._output_buffers import MIN_BYTES, keep, on_one_cpu
+from imgproc._output_buffers import MIN_BYTES, interface_array, keep, on_one_cpu
 from imgproc._sharded import batch_partition, freeze, map_batch
 from imgproc._validate import DTYPES, check_list_values
 
@@ -103,9 +103,7 @@ def _host_view(leaf: jax.Array, inputs) -> np.ndarray:
     if leaf.nbytes < VIEW_MIN_BYTES or not on_one_cpu(leaf):
         return np.array(leaf)
     leaf.block_until_ready()
-    view = np.asarray(_BufferOwner(leaf))
-    if view.dtype != leaf.dtype:  # the array interface names a bfloat16 (ml_dtypes) as raw 2-byte values
-        view = view.view(leaf.dtype)
+    view = interface_array(_BufferOwner(leaf), leaf.dtype)
     return view.copy() if _overlaps(view, inputs) else view
 
 
