@@ -7,7 +7,7 @@ Grey crops (size x size, from the image centre-left; colour images averaged to g
 crops against ``bm3d.bm3d_rgb`` with ``--colour``) of
 scikit-image's bundled images, Gaussian noise of the given sigmas (0..255 scale, seed 0),
 denoised as [0, 1] float32 by ``bm3d.bm3d(noisy, sigma_psd=sigma / 255)`` (profile 'np') and by
-``imgproc._bm3d.bm3d(noisy, sigma=sigma / 255)``. Times: best of ``--repeat`` runs after one
+``imgproc.restoration.block_matching.bm3d(noisy, sigma=sigma / 255)``. Times: best of ``--repeat`` runs after one
 warm-up (ours compiles once per shape), wall clock and process CPU time (the machine may be
 shared; CPU time is the steadier figure). Prints a Markdown table.
 """
@@ -59,7 +59,7 @@ def main(argv=None):
     import bm3d as package
     from skimage.metrics import peak_signal_noise_ratio as psnr
 
-    from imgproc._bm3d import bm3d
+    from imgproc.restoration.block_matching import bm3d
 
     options = {k: ast.literal_eval(v) for k, v in (o.split("=", 1) for o in args.option)}
     kind = "RGB" if args.colour else "grey"

@@ -105,11 +105,11 @@ def methods(references=True):
             x, win_size=5, sigma_color=2 * est(x, s) / 255, sigma_spatial=2.0, channel_axis=-1 if colour(x) else None)),
     }
     try:
-        from imgproc._bm3d import bm3d as ours  # arrives with the BM3D work
+        from imgproc.restoration.block_matching import bm3d as ours  # arrives with the BM3D work
 
         m["imgproc bm3d"] = jx(lambda x, s: ours(x, sigma=s))
     except ImportError:
-        m["imgproc bm3d: not in this build (imgproc._bm3d missing)"] = None
+        m["imgproc bm3d: not in this build (imgproc.restoration.block_matching missing)"] = None
     if not references:
         return {k: v for k, v in m.items() if k.startswith("imgproc")}
     try:

@@ -7,8 +7,9 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 from harness import Case, Group, print_group, time_group
 import cv2, jax, jax.numpy as jnp
 import imgproc
-from imgproc import _types, _convolution
-from imgproc._checks import check_finite, host_aligned
+from imgproc.core import array_type
+from imgproc.core.images import check_finite, host_aligned
+from imgproc.filters import convolution
 
 if "--reuse" in sys.argv:
     imgproc.reuse_host_memory()
@@ -19,8 +20,8 @@ dev = jnp.asarray(x)
 f = jax.jit(lambda a: imgproc.gaussian_blur(a, 1.0, size=5))
 # the stage compiled with its weights as arguments (the library keeps no such program since
 # 2026-11-27: traced values come only from a transformation around the call)
-_args_program = jax.jit(_convolution._stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
-args_stage = lambda a: _args_program(a, {"kernel": None, "terms": tuple((np.asarray(c), np.asarray(r)) for c, r in [(imgproc.kernels.gaussian_1d(1.0, size=5),) * 2]), "cval": jnp.float32(0)}, body=_convolution.correlate_body, layout="HWC", static=(("method", "separable"), ("mode", "reflect")), in_place=False)
+_args_program = jax.jit(convolution._stage_fn, static_argnames=("body", "layout", "static", "in_place", "cast_after"))
+args_stage = lambda a: _args_program(a, {"kernel": None, "terms": tuple((np.asarray(c), np.asarray(r)) for c, r in [(imgproc.kernels.gaussian_1d(1.0, size=5),) * 2]), "cval": jnp.float32(0)}, body=convolution.correlate_body, layout="HWC", static=(("method", "separable"), ("mode", "reflect")), in_place=False)
 
 def copy_out():  # the old hand-over: a writable copy of the result
     return np.array(f(dev))

@@ -138,7 +138,7 @@ def augment_benchmarks(n, calls, repeats):
 
 
 def _pallas_tile():
-    from imgproc import _pallas
+    from imgproc.filters import pallas as _pallas
 
     return f"{_pallas.TILE_ROWS} rows x {_pallas.TILE_COLS} values of W*C"
 
@@ -148,7 +148,7 @@ def main():
     parser.add_argument("--out", default=str(HERE / "RESULTS_GPU.md"))
     parser.add_argument("--quick", action="store_true", help="batch of 8, 3 calls, 2 rounds, on any backend")
     parser.add_argument("--pallas-tile", default=None, metavar="ROWSxCOLS",
-                        help="the Pallas kernel's output tile (default: imgproc._pallas's TILE_ROWS x TILE_COLS)")
+                        help="the Pallas kernel's output tile (default: imgproc.filters.pallas's TILE_ROWS x TILE_COLS)")
     args = parser.parse_args()
     import jax
 
@@ -157,7 +157,7 @@ def main():
     n, calls, augment_calls, repeats = (8, 3, 3, 2) if args.quick else (256, 30, 10, 5)
     torch, _ = _torch()
     if args.pallas_tile:
-        from imgproc import _pallas
+        from imgproc.filters import pallas as _pallas
 
         _pallas.TILE_ROWS, _pallas.TILE_COLS = (int(v) for v in args.pallas_tile.split("x"))
     groups, rows, failed = filter_benchmarks(n, calls, repeats)

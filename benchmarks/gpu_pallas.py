@@ -5,7 +5,7 @@ kernel is tested in interpret mode by tests/test_pallas.py instead):
 
     python benchmarks/gpu_pallas.py --out pallas.json
 
-1. **Parity**: ``imgproc._pallas.correlate_fused`` compiled for the GPU against
+1. **Parity**: ``imgproc.filters.pallas.correlate_fused`` compiled for the GPU against
    ``scipy.ndimage.correlate`` in float64 on the host, over tests/test_pallas.py's tile
    cases (partial tiles, an image smaller than the kernel, 1, 3 and 4 channels, every
    boundary mode) on fresh random inputs; the largest absolute error of each.
@@ -48,7 +48,7 @@ def parity(rng, errors, small=False):
     import jax
 
     import imgproc
-    from imgproc import _pallas
+    from imgproc.filters import pallas as _pallas
     from test_pallas import TILE_CASES
 
     cases = TILE_CASES + [((2, 224, 224, 3), 1.0, "reflect"), ((2, 224, 224, 3), 3.0, "mirror"),
@@ -76,7 +76,7 @@ def tiles(rng, tile_list, calls, repeats, errors, batch=256):
     import jax
 
     import imgproc
-    from imgproc import _pallas
+    from imgproc.filters import pallas as _pallas
 
     x = jax.device_put(rng.random((batch, 224, 224, 3), dtype=np.float32))
     copy = jax.jit(lambda a: a + 0)

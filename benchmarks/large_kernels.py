@@ -8,7 +8,7 @@ what ``auto`` took before the FFT), imgproc's FFT (``method="fft"``) and OpenCV
 (``GaussianBlur`` / ``filter2D``, which switches to a DFT for large kernels). Prints a
 table per kernel and writes ``benchmarks/large_kernels_<side>.png``: time against the weights the
 shifted sums apply for each output value, with ``auto``'s threshold
-(:data:`imgproc._fft.FFT_MIN_TAPS`) marked.
+(:data:`imgproc.filters.fft.FFT_MIN_TAPS`) marked.
 
     python benchmarks/large_kernels.py [--side 2048] [--quick]    # --quick: 512x512, 2 rounds
 """
@@ -71,7 +71,7 @@ def plot(results, side: int, path: Path) -> None:
     """Two panels (Gaussians, disks): ms against weights per output value, log scale."""
     import matplotlib
 
-    from imgproc._fft import FFT_MIN_TAPS
+    from imgproc.filters.fft import FFT_MIN_TAPS
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

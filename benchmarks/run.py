@@ -308,7 +308,7 @@ def main():
     if args.reuse_host_memory_json:
         import imgproc
 
-        imgproc.reuse_host_memory()  # before any large allocation (imgproc.host_memory)
+        imgproc.reuse_host_memory()  # before any large allocation (imgproc.cpu.host_memory)
         save(Path(args.reuse_host_memory_json), *filter_benchmarks(args.quick, reuse=True))
         return
     groups, rows = [], []

@@ -17,8 +17,9 @@ import sys
 import click
 
 from imgproc.cli._group import ImgprocGroup
-from imgproc.cli._interrupts import INTERRUPTS
-from imgproc.cli._options import EXIT_CODES, MODES, FiniteFloatRange, RunOptions, io_options, mode_option, output_extension
+from imgproc.cli._options import EXIT_CODES, FiniteFloatRange, MODES, io_options, mode_option
+from imgproc.io.interrupts import INTERRUPTS
+from imgproc.io.run_options import RunOptions, output_extension
 
 __all__ = ["cli", "main", "EXIT_CODES", "MODES", "RunOptions", "io_options", "mode_option", "output_extension",
            "load_spec", "process"]
@@ -43,10 +44,10 @@ def main():
     start-up (tens of milliseconds) comes before it."""
     try:
         with INTERRUPTS:  # Ctrl-C and SIGTERM are recorded and honoured at safe points
-            from imgproc.host_memory import reuse_host_memory
+            from imgproc.cpu import reuse_host_memory
 
             # this process owns its allocator: keep freed image-sized buffers for reuse
-            # instead of having the kernel zero fresh pages for each one (imgproc.host_memory)
+            # instead of having the kernel zero fresh pages for each one (imgproc.cpu.host_memory)
             reuse_host_memory()
             cli()
     except KeyboardInterrupt:  # came after the command's last safe point
@@ -187,10 +188,9 @@ def run(ctx, spec, seed):
 def ops():
     """List the ops a spec can use ({"op": NAME, ...}) and their options (* required)."""
     import imgproc
-    from imgproc._stages import lookup
 
     for name in imgproc.registered_ops():
-        info = lookup(name)
+        info = imgproc.op_info(name)
         allowed, required = info.option_names()
         options = ", ".join(o + ("*" if o in required else "") for o in sorted(allowed)) or "(none)"
         click.echo(f"{name}{' (random)' if info.random else ''}: {options}")

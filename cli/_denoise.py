@@ -55,7 +55,7 @@ class Verbose:
     def describe(self, images, names):
         import json
 
-        from imgproc._native_stderr import LOCK
+        from imgproc.io.native_stderr import LOCK
         from imgproc.restoration import auto_choice
 
         arr = np.asarray(images)

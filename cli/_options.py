@@ -17,11 +17,11 @@ import dataclasses
 import functools
 import math
 import os
-from pathlib import Path
 
 import click
 
-from imgproc._file_formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
+from imgproc.io.formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
+from imgproc.io.run_options import RunOptions
 
 EXIT_CODES = """\b
 Exit codes:
@@ -50,47 +50,6 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(value):
             self.fail(f"{value} is not a finite number" + ("" if self.min is None else f" >= {self.min:g}"), param, ctx)
         return value
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """IN, OUT and how to read, run and write them (one value per shared option)."""
-
-    input: str = ""  # the one IN; with several, the first (``inputs`` has them all)
-    output: str = ""
-    inputs: tuple = ()  # every IN given (``imgproc blur a.jpg b.jpg outdir``)
-    quality: int = 95
-    overwrite: bool = False
-    recursive: bool = False
-    out_format: str | None = None  # ".png" etc.; None: see output_extension
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    allow_truncated: bool = False
-    strip: bool = False
-    fail_fast: bool = False
-    quiet: bool = False
-    log_format: str = "text"
-    batch_size: int = 8
-    workers: int | None = None
-    shard_index: int = 0
-    num_shards: int = 1
-    log_interval: float = 10.0
-    engine: str = "local"  # "ray": folder runs on Ray Data (imgproc.ray)
-    ray_address: str | None = None
-    debug: bool = False  # the group's --debug: tracebacks of internal errors
-
-
-def output_extension(src, out_format: str | None = None) -> str:
-    """The extension of the output written for input ``src``: ``out_format`` (``--format``)
-    when given, else the input's own extension, spelled as the input spells it, when it is
-    an output format, else ``.png`` (GIF inputs, say).
-
-    >>> output_extension("a/photo.JPG"), output_extension("x.jpe"), output_extension("anim.gif"), output_extension("x.tif", ".png")
-    ('.JPG', '.jpe', '.png', '.png')
-    """
-    if out_format is not None:
-        return out_format
-    ext = Path(src).suffix
-    return ext if ext.lower() in OUTPUT_FORMATS else ".png"
 
 
 def _format_option(ctx, param, value):

@@ -9,11 +9,11 @@ import json
 import time
 from pathlib import Path
 
-from imgproc.cli._options import RunOptions
-from imgproc.cli._plan import check_paths, is_folder_run, plan_file, plan_folder
 from imgproc.cli._report import OneFileReport, Reporter
-from imgproc.cli._runner import run_jobs
 from imgproc.errors import InputError
+from imgproc.io.folder_plan import check_paths, is_folder_run, plan_file, plan_folder
+from imgproc.io.folder_runner import run_jobs
+from imgproc.io.run_options import RunOptions
 
 
 def process(pipeline, opts: RunOptions, *, key=None) -> int:
@@ -49,7 +49,7 @@ def _process_on_ray(pipeline, opts: RunOptions, *, key=None) -> int:
 
     import imgproc
     import imgproc.ray as engine
-    from imgproc.cli._runner import INTERRUPTS, jobs_to_do
+    from imgproc.io.folder_runner import INTERRUPTS, jobs_to_do
 
     if not is_folder_run(opts):
         raise click.UsageError("--engine ray runs folders, globs or several IN; a single file runs without it")

@@ -3,7 +3,7 @@
 :class:`Reporter` speaks for folder runs (text lines, JSON lines with
 ``--log-format json``, or a rich progress bar on a terminal); :class:`OneFileReport` for a
 single file (one ``error: PATH: reason`` or ``warning: PATH: message`` line, no progress
-and no summary). Both write under :data:`imgproc._native_stderr.LOCK`.
+and no summary). Both write under :data:`imgproc.io.native_stderr.LOCK`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 
 import click
 
-from imgproc._native_stderr import LOCK as NATIVE_STDERR_LOCK
-from imgproc.cli._options import RunOptions
+from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
+from imgproc.io.run_options import RunOptions
 
 # no ETA before this many images were processed and this many seconds went by
 ETA_MIN_IMAGES = 3
@@ -49,7 +49,7 @@ class Reporter:
             self.bar.start()
 
     # Both hold the native-stderr lock while writing: a decoder thread may have fd 2
-    # pointed at a capture file (imgproc._native_stderr), and our lines must not land there.
+    # pointed at a capture file (imgproc.io.native_stderr), and our lines must not land there.
     def _line(self, text: str):
         with NATIVE_STDERR_LOCK:
             if self.bar is not None:

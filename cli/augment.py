@@ -20,7 +20,8 @@ from pathlib import Path
 
 import click
 
-from imgproc.cli._options import EXIT_CODES, output_extension
+from imgproc.cli._options import EXIT_CODES
+from imgproc.io.run_options import output_extension
 
 SHEET_NAME = "contact_sheet.png"
 SHEET_MAX_ROWS = 8
@@ -28,7 +29,7 @@ SHEET_MAX_VARIANTS = 8
 
 
 def _inputs(input):
-    from imgproc.cli._plan import check_not_url, find_inputs
+    from imgproc.io.folder_plan import check_not_url, find_inputs
     from imgproc.errors import InputError
 
     check_not_url(input)
@@ -65,7 +66,7 @@ def _with_alpha(variants, alpha, src):
     warning."""
     import numpy as np
 
-    from imgproc.cli._runner import ALPHA_DROPPED
+    from imgproc.io.folder_runner import ALPHA_DROPPED
 
     if variants.shape[1:3] != alpha.shape[:2]:
         click.echo(f"warning: {src}: {ALPHA_DROPPED}", err=True)
@@ -113,9 +114,9 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import imgproc
     from imgproc.errors import ImgprocError, OutputError
 
-    from imgproc.cli._plan import check_folder_name
+    from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
-    from imgproc.cli._runner import split_alpha
+    from imgproc.io.folder_runner import split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     files = _inputs(os.path.expanduser(input))

@@ -15,7 +15,7 @@ import warnings
 import atheris
 
 with atheris.instrument_imports(include=["imgproc", "PIL"]):
-    from imgproc._loader import decode_bytes
+    from imgproc.io.loader import decode_bytes
     from imgproc.errors import InvalidImageError
 
 warnings.simplefilter("ignore")  # ImgprocWarning and Pillow's warnings are expected here

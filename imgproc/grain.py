@@ -84,7 +84,7 @@ class RandomAugment(_Base):
     def __init__(self, pipeline, *, field=None, layout=None, key=None, index_field=None):
         if _IMPORT_ERROR is not None:
             raise ImportError('imgproc.grain needs Grain: pip install "imgproc-jax[grain]"') from _IMPORT_ERROR
-        from imgproc._pipeline import Pipeline
+        from imgproc.pipeline.pipeline import Pipeline
 
         if isinstance(pipeline, Pipeline):
             layout = pipeline.layout if layout is None else layout
@@ -106,7 +106,7 @@ class RandomAugment(_Base):
         if key is not None:
             import jax
 
-            from imgproc._validate import check_key
+            from imgproc.core.validate import check_key
 
             self.key_data = np.asarray(jax.random.key_data(check_key(key)))  # pickles as NumPy
         self._pipe = None
@@ -114,7 +114,7 @@ class RandomAugment(_Base):
     @property
     def pipeline(self):
         if self._pipe is None:
-            from imgproc._pipeline import Pipeline
+            from imgproc.pipeline.pipeline import Pipeline
 
             self._pipe = Pipeline.from_spec(self.spec_json, layout=self.layout)
         return self._pipe

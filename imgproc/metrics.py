@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from imgproc._validate import check_same_range
+from imgproc.core.validate import check_same_range
 
 __all__ = ["psnr", "ssim"]
 

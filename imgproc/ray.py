@@ -8,14 +8,14 @@ same output paths, the same reasons for bad files, existing outputs skipped unle
 ``overwrite``. The dataset has two stages:
 
 1. **read** (Ray tasks, :data:`TASK_CPUS` CPU each): each file's bytes
-   (:func:`imgproc._loader.read_file_bytes`: the size limit applies before reading);
+   (:func:`imgproc.io.loader.read_file_bytes`: the size limit applies before reading);
 2. **compute** (a pool of ``num_actors`` callable-class actors): each builds the pipeline
    from its spec once; for a block of files it decodes the bytes with the public codec
    (:func:`imgproc.decode_image`, the loader's defences and metadata rules) in a thread
    pool, groups the images by shape, pads a partial group to the next power of two (at
    most ``batch_size``: a few compiled programs per size bucket, none per batch), runs
    it, and encodes and writes the results atomically with the command line's writer
-   (:func:`imgproc.cli._runner.write_result`) in the same thread pool. Image ``i`` of a
+   (:func:`imgproc.io.folder_runner.write_result`) in the same thread pool. Image ``i`` of a
    random pipeline gets ``fold_in(key, index)`` with the index of its path in the sorted
    inputs (the command line's ``Job.index``), so outputs depend neither on the number of
    actors nor on how Ray batches rows.
@@ -57,9 +57,9 @@ from pathlib import Path
 
 import numpy as np
 
-from imgproc._loader import DEFAULT_MAX_PIXELS
-from imgproc._native_stderr import captured
 from imgproc.errors import UnavailableError
+from imgproc.io.loader import DEFAULT_MAX_PIXELS
+from imgproc.io.native_stderr import captured
 
 __all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "initialized", "process", "run_jobs"]
 
@@ -146,7 +146,7 @@ def connect(address: str | None = None, **init_kwargs):
 def _pipeline(spec, bucket):
     """A :class:`imgproc.Pipeline` from a pipeline, a spec list or its JSON text (parsed
     here, on the driver, before any Ray work: a bad spec is a ValueError)."""
-    from imgproc._pipeline import Pipeline
+    from imgproc.pipeline.pipeline import Pipeline
 
     if isinstance(spec, Pipeline):
         return Pipeline.from_spec(spec.to_spec(), layout=spec.layout, bucket=spec.bucket)
@@ -160,7 +160,7 @@ def _key_data(pipe, key):
         raise ValueError("this pipeline has random stages: pass key=jax.random.key(seed) (or an int seed)")
     import jax
 
-    from imgproc._validate import check_key
+    from imgproc.core.validate import check_key
 
     key = check_key(key)
     return np.asarray(jax.random.key_data(key)), str(jax.random.key_impl(key))
@@ -203,13 +203,13 @@ def _row(src, dst, index, **fields):
 
 
 def _job(row):
-    from imgproc.cli._plan import Job
+    from imgproc.io.folder_plan import Job
 
     return Job(Path(row["src"]), Path(row["dst"]), "", int(row["index"]))
 
 
 def _failed(row, error):
-    from imgproc.cli._runner import failure
+    from imgproc.io.folder_runner import failure
 
     path, reason, code = failure(_job(row), error)
     return {"status": "failed", "reason": reason, "code": code, "src": row["src"], "dst": row["dst"],
@@ -228,7 +228,7 @@ def _columns(rows):
 
 def _read(batch, *, max_pixels):
     """Read task: each file's bytes (a file too large for ``max_pixels`` is refused unread)."""
-    from imgproc._loader import read_file_bytes
+    from imgproc.io.loader import read_file_bytes
 
     out = []
     for r in _rows(batch):
@@ -251,12 +251,12 @@ class _Compute:
 
         import jax
 
-        from imgproc._pipeline import Pipeline
-        from imgproc.cli._runner import BatchStage
-        from imgproc.host_memory import reuse_host_memory
+        from imgproc.pipeline.pipeline import Pipeline
+        from imgproc.io.folder_runner import BatchStage
+        from imgproc.cpu import reuse_host_memory
 
         # this worker process exists for this actor alone: it keeps freed image-sized
-        # buffers for reuse, as the command line's process does (imgproc.host_memory;
+        # buffers for reuse, as the command line's process does (imgproc.cpu.host_memory;
         # 200 photos: 16.6 -> 15.7 s, benchmarks/NOTES.md "Ray Data")
         reuse_host_memory()
 
@@ -270,8 +270,8 @@ class _Compute:
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-ray")
 
     def _decode(self, i, row):
-        from imgproc._io import decode_image
-        from imgproc.cli._runner import Decoded, split_alpha
+        from imgproc.io.codec import decode_image
+        from imgproc.io.folder_runner import Decoded, split_alpha
 
         notes = []
         arr, info = decode_image(row["data"], max_pixels=self.opts.max_pixels,
@@ -282,7 +282,7 @@ class _Compute:
         return Decoded(job, *split_alpha(arr), info, notes)
 
     def __call__(self, batch):
-        from imgproc.cli._runner import write_result
+        from imgproc.io.folder_runner import write_result
 
         rows = _rows(batch)
         out = [_status(r) for r in rows]
@@ -345,7 +345,7 @@ def read_blocks(rows: list, batch_size: int, num_actors: int) -> list[list]:
 
 def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors=None, cpus_per_actor=None,
              gpus_per_actor=0.0, stop_point=None):
-    """Run ``pipeline`` over ``jobs`` (:class:`imgproc.cli._plan.Job`, already checked:
+    """Run ``pipeline`` over ``jobs`` (:class:`imgproc.io.folder_plan.Job`, already checked:
     nothing to skip) on Ray, reporting each file to ``report`` (``error``, ``warning``,
     ``ok``) as its result comes back. ``opts``: the command line's
     :class:`~imgproc.cli._options.RunOptions` (batch size, quality, overwrite, strip,
@@ -473,9 +473,9 @@ def process(source, dest, spec, *, key=None, batch_size: int = 8, num_actors: in
         UnavailableError: Ray not installed or the cluster unreachable.
         InputError, OutputError: no images in ``source``; ``dest`` cannot be created.
     """
-    from imgproc.cli._options import RunOptions
-    from imgproc.cli._plan import plan_folder
-    from imgproc.cli._runner import jobs_to_do
+    from imgproc.io.run_options import RunOptions
+    from imgproc.io.folder_plan import plan_folder
+    from imgproc.io.folder_runner import jobs_to_do
 
     pipe = _pipeline(spec, bucket)
     _key_data(pipe, key)

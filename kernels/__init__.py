@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from imgproc._validate import check_number, check_odd
+from imgproc.core.validate import check_number, check_odd
 
 __all__ = [
     "box",

@@ -50,7 +50,7 @@ def png(arr=None, **kw) -> bytes:
 
 
 # The inverse of EXIF orientation k: store the upright photo so that a viewer applying
-# orientation k shows it upright (PIL's transposes; see imgproc._loader._orient).
+# orientation k shows it upright (PIL's transposes; see imgproc.io.loader._orient).
 _STORE = {
     2: lambda a: a[:, ::-1], 3: lambda a: a[::-1, ::-1], 4: lambda a: a[::-1],
     5: lambda a: a.swapaxes(0, 1), 6: lambda a: np.rot90(a, 1), 7: lambda a: a[::-1, ::-1].swapaxes(0, 1),

@@ -13,10 +13,31 @@ import numpy as np
 import pytest
 
 import imgproc
-from imgproc._stages import lookup
+from imgproc.core.registry import lookup
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "imgproc"
+
+# The layers, bottom to top (docs/architecture.md). A module may import its own unit and the
+# units of lower layers; units of one layer do not import each other.
+LAYERS = [
+    ["imgproc.errors"],
+    ["imgproc.cpu"],
+    ["imgproc.core"],
+    ["imgproc.kernels", "imgproc.io", "imgproc.metrics", "imgproc.figures"],
+    ["imgproc.filters"],
+    ["imgproc.restoration"],
+    ["imgproc.augment"],
+    ["imgproc.pipeline"],
+    ["imgproc.grain", "imgproc.ray"],
+    ["imgproc"],
+    ["imgproc.cli"],
+]
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+# What the command line may import besides itself: the public API, io, and public modules.
+# imgproc.cpu: the allocator setting (reuse_host_memory), which only a process's entry point may make,
+# before JAX is imported.
+CLI_MAY_IMPORT = {"imgproc", "imgproc.cpu", "imgproc.errors", "imgproc.figures", "imgproc.ray", "imgproc.restoration"}
 
 
 def _module_name(path: Path) -> str:
@@ -30,33 +51,95 @@ def _module_name(path: Path) -> str:
 def _modules():
     mods = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     mods["imgproc.kernels"] = ROOT / "kernels" / "__init__.py"  # installed as imgproc.kernels
+    for p in (ROOT / "cli").glob("*.py"):  # installed as imgproc.cli
+        mods["imgproc.cli" + ("" if p.stem == "__init__" else "." + p.stem)] = p
     return mods
 
 
-def _imports(path: Path, known: set) -> set:
-    """imgproc modules ``path`` imports anywhere (module level or inside functions)."""
-    out = set()
+MODULES = _modules()
+
+
+def _unit(module: str) -> str:
+    """The layer table's unit that holds ``module`` (its longest prefix in :data:`RANK`)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in RANK:
+            return ".".join(parts[:n])
+    raise AssertionError(f"{module} is in no layer of LAYERS")
+
+
+def _imports(path: Path):
+    """``(module, names)`` for each imgproc import in ``path`` (module level or inside a
+    function): the module imported, and the names taken from it (empty for a module)."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name in known}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for a in node.names:  # a submodule by name, else the module the names come from
-                sub = f"{node.module}.{a.name}"
-                target = sub if sub in known else node.module
-                if target in known:
-                    out.add(target)
-    return out
+            yield from ((a.name, ()) for a in node.names if a.name.startswith("imgproc"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("imgproc"):
+            subs = [a.name for a in node.names if f"{node.module}.{a.name}" in MODULES]
+            yield from ((f"{node.module}.{name}", ()) for name in subs)
+            names = tuple(a.name for a in node.names if a.name not in subs)
+            if names:
+                yield node.module, names
+
+
+def _graph():
+    return {m: {t for t, _ in _imports(p) if t in MODULES} - {m} for m, p in MODULES.items()}
+
+
+def test_every_module_is_in_a_layer():
+    for m in MODULES:
+        _unit(m)
+
+
+def test_imports_run_downward_only():
+    upward = []
+    for m, p in MODULES.items():
+        for target, _ in _imports(p):
+            a, b = _unit(m), _unit(target)
+            if a != b and RANK[b] >= RANK[a]:
+                upward.append(f"{m} imports {target} ({a}, layer {RANK[a]}, may not import {b}, layer {RANK[b]})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_cpu_machinery_is_reached_through_its_seam():
+    """Outside imgproc/cpu/, the package imports ``imgproc.cpu`` (its __init__: the seam),
+    never one of its modules (tests may)."""
+    through = [f"{m} imports {t}" for m, p in MODULES.items() if _unit(m) != "imgproc.cpu"
+               for t, _ in _imports(p) if t.startswith("imgproc.cpu.")]
+    assert not through, through
+
+
+def test_no_module_takes_another_modules_private_names():
+    taken = [f"{m} takes {', '.join(n for n in names if n.startswith('_'))} from {t}"
+             for m, p in MODULES.items() for t, names in _imports(p)
+             if t != m and any(n.startswith("_") for n in names)]
+    assert not taken, "\n".join(taken)
+
+
+def test_the_command_line_imports_only_the_public_api_and_io():
+    reached = sorted({t for m, p in MODULES.items() if m.startswith("imgproc.cli") for t, _ in _imports(p)
+                      if not t.startswith(("imgproc.cli", "imgproc.io")) and t not in CLI_MAY_IMPORT})
+    assert not reached, reached
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """The check above can fail: an import from core into pipeline is named."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from imgproc.pipeline.pipeline import Pipeline\n")
+    (target, names), = _imports(fake)
+    assert (target, names) == ("imgproc.pipeline.pipeline", ("Pipeline",))
+    assert RANK[_unit(target)] > RANK[_unit("imgproc.core.registry")]
 
 
 def test_no_import_cycle_in_imgproc():
-    mods = _modules()
-    graph = {m: _imports(p, set(mods)) - {m} for m, p in mods.items()}
-    # a package's __init__ importing its own submodules is how packages work, not a cycle
+    graph = _graph()
     state, cycle = {}, []
 
     def visit(m, path):
         state[m] = "open"
         for n in sorted(graph[m]):
+            if n == m.rsplit(".", 1)[0] or m == n.rsplit(".", 1)[0]:
+                continue  # a package and its own modules: how packages work, not a cycle
             if state.get(n) == "open":
                 cycle.append(path + [n])
             elif n not in state:
@@ -75,10 +158,10 @@ def test_no_context_variables_in_imgproc():
 
 
 def test_the_registry_imports_no_op_module():
-    mods = _modules()
-    assert _imports(mods["imgproc._stages"], set(mods)) == set()
-    assert _imports(mods["imgproc._validate"], set(mods)) <= {"imgproc.errors"}  # itself a leaf
-    assert _imports(mods["imgproc.errors"], set(mods)) == set()
+    graph = _graph()
+    assert graph["imgproc.core.registry"] == set()
+    assert graph["imgproc.core.validate"] <= {"imgproc.errors"}  # itself a leaf
+    assert graph["imgproc.errors"] == set()
 
 
 def test_no_registration_through_globals():

@@ -159,7 +159,7 @@ def test_random_rot90_is_one_of_four_rotations():
 def test_rot90_transposes_only_in_the_branches_that_turn(layout, axes):
     # taken before the switch, the transpose ran for every image (k = 0 and 2 included):
     # 12 % of the augment benchmark's pipeline
-    from imgproc.augment._geometry import _apply_rot90
+    from imgproc.augment.geometry import _apply_rot90
 
     x = batch(1, 6, 6)[0] if layout == "HWC" else np.moveaxis(batch(1, 6, 6)[0], -1, 0)
     for k in range(4):
@@ -394,7 +394,7 @@ def test_hashed_normals_are_box_muller():
     quarter turn, and its values spread as ``cos`` of a uniform angle; the normals' moments
     and KS test; neighbouring values uncorrelated, also in their squares; the same field
     for channel-first and channel-last layouts; a field past 2**31 values refused."""
-    from imgproc.augment._noise import _signed_cos, hash_normal
+    from imgproc.augment.noise import _signed_cos, hash_normal
 
     t = np.concatenate([np.random.default_rng(1).integers(0, 2**32, 200_000, dtype=np.uint64),
                         np.array([0, 1, 2**31 - 1, 2**31, 2**31 + 1, 2**32 - 1], dtype=np.uint64)])
@@ -492,10 +492,10 @@ def test_new_keys_and_indices_do_not_recompile():
 
 def test_eager_random_ops_compile_once_per_op(compilations):
     """An eager random op is one compiled program per op and layout, its numbers program
-    arguments (imgproc._eager): a new key, new images of the same shape or a new sigma
+    arguments (imgproc.core.eager): a new key, new images of the same shape or a new sigma
     reuse it; its result equals the op traced inside the caller's jit, for a batch and for
     one image."""
-    from imgproc import _eager
+    from imgproc.core import eager as _eager
 
     x = batch(4, 12, 10)
     _eager.PROGRAMS.clear()
@@ -545,9 +545,9 @@ SPLIT_SPEC = [
 
 
 def loop_parts(pipe, x, key, indices, layout):
-    """How many slices the pipeline runs ``x`` in (imgproc._execution.loop_parts)."""
-    from imgproc._execution import loop_parts as parts
-    from imgproc._random_runs import loops_over_images
+    """How many slices the pipeline runs ``x`` in (imgproc.pipeline.execution.loop_parts)."""
+    from imgproc.pipeline.execution import loop_parts as parts
+    from imgproc.pipeline.random_runs import loops_over_images
 
     return parts(x, loops=loops_over_images(pipe.stages), batched=layout in ("NHWC", "NCHW"), traced_args=(key, indices))
 
@@ -556,7 +556,7 @@ def loop_parts(pipe, x, key, indices, layout):
 def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     # on CPU a per-image loop runs on one core, so a concrete batch is split across the
     # cores in threads; the result is the same array as one call, compiled once per slice shape
-    from imgproc import _execution
+    from imgproc.pipeline import execution
 
     x = batch(n, 12, 12)
     monkeypatch.setattr(_execution, "cpu_cores", lambda: 1)
@@ -576,7 +576,7 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
 
 
 def test_batch_split_only_where_a_loop_runs(monkeypatch):
-    from imgproc import _execution
+    from imgproc.pipeline import execution
 
     monkeypatch.setattr(_execution, "cpu_cores", lambda: 4)
     x = batch(40, 8, 8)

@@ -1,4 +1,4 @@
-"""Size and warp ops (imgproc.augment._size, _warp) from one table of cases: reference
+"""Size and warp ops (imgproc.augment.size, _warp) from one table of cases: reference
 parity (Pillow, OpenCV, NumPy ports of torchvision's published arithmetic), jit equals
 eager, a batch equals a loop over its images, layouts, and bad arguments raising."""
 
@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 import imgproc
-from imgproc.augment._warp import perspective_matrix
+from imgproc.augment.warp import perspective_matrix
 
 RNG = np.random.default_rng(0)
 F32 = RNG.random((23, 31), dtype=np.float32)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import imgproc
-from imgproc._stages import KEEPS_TARGETS
-from imgproc.augment._size import letterbox_box
+from imgproc.augment.size import letterbox_box
+from imgproc.core.registry import KEEPS_TARGETS
 
 B, H, W = 5, 32, 40
 
@@ -234,7 +234,7 @@ def test_an_op_without_a_target_rule_is_refused():
 
 
 def test_every_registered_geometric_op_has_a_rule_and_colour_ops_keep_targets():
-    from imgproc._stages import TargetRule, lookup
+    from imgproc.core.registry import TargetRule, lookup
     geometric = ["flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "resize",
                  "resize_shorter", "pad", "center_crop", "letterbox", "affine", "perspective"]
     for name in geometric + ["random_" + n for n in ("flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop",

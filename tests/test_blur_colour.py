@@ -1,5 +1,5 @@
 """median_blur / motion_blur against OpenCV, colour spaces against scikit-image
-(imgproc/augment/_blur.py, imgproc/augment/_colourspace.py)."""
+(imgproc/augment/blur.py, imgproc/augment/colourspace.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import skimage.color as skc
 
 import imgproc
-from imgproc.augment._blur import motion_kernel
+from imgproc.augment.blur import motion_kernel
 
 RNG = np.random.default_rng(5)
 X = RNG.integers(0, 256, (21, 26, 3)).astype(np.uint8)

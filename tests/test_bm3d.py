@@ -1,4 +1,4 @@
-"""Tests of imgproc._bm3d.bm3d: parity with the ``bm3d`` package, jit/eager, batches, dtypes,
+"""Tests of imgproc.restoration.block_matching.bm3d: parity with the ``bm3d`` package, jit/eager, batches, dtypes,
 layouts, boundaries and bad options. Small images only (2 shared CPU cores)."""
 
 import jax
@@ -8,7 +8,7 @@ import pytest
 from skimage import data
 from skimage.metrics import peak_signal_noise_ratio as psnr
 
-from imgproc._bm3d import _bior15_matrix8, _estimate_sigma, bm3d
+from imgproc.restoration.block_matching import _bior15_matrix8, _estimate_sigma, bm3d
 
 SIGMA = 25 / 255
 
@@ -48,7 +48,7 @@ def test_jit_equals_eager_and_sigma_is_traced(camera96):
     eager = np.asarray(bm3d(noisy, sigma=SIGMA))
     jitted = np.asarray(jax.jit(lambda x, s: bm3d(x, sigma=s))(noisy, jnp.float32(SIGMA)))
     np.testing.assert_allclose(jitted, eager, atol=1e-5)
-    from imgproc._bm3d import _bm3d_jit
+    from imgproc.restoration.block_matching import _bm3d_jit
 
     before = _bm3d_jit._cache_size()
     bm3d(noisy, sigma=0.05)
@@ -166,7 +166,7 @@ def test_chunking_does_not_change_the_result(camera96):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_column_tiles_equal_whole_rows(threads):
     # a reference row of 14 in tiles of 5: three tiles a row, the last with one junk column
-    from imgproc._bm3d import _Plan
+    from imgproc.restoration.block_matching import _Plan
 
     plan = _Plan(40, 30, block=4, step=2, search=5, chunk_refs=5)
     assert (plan.col_chunks, plan.cx, plan.rc, plan.chunks) == (3, 5, 1, 57)
@@ -180,7 +180,7 @@ def test_column_tiles_equal_whole_rows(threads):
 
 
 def test_default_chunk_holds_about_256_blocks_times_channels_on_cpu():
-    from imgproc._bm3d import _default_chunk_refs
+    from imgproc.restoration.block_matching import _default_chunk_refs
 
     assert (_default_chunk_refs(1, "cpu"), _default_chunk_refs(3, "cpu")) == (256, 85)
     assert _default_chunk_refs(3, "gpu") == _default_chunk_refs(1, "tpu") == 8192
@@ -191,7 +191,7 @@ def test_parts_in_threads_equal_one_program(stage, rematch):
     rng = np.random.default_rng(7)
     img = rng.random((2, 40, 30, 3)).astype(np.float32)  # a batch: image by image
     kw = dict(search_size=5, block_size=4, step=2, group_size=(4, 4), chunk_refs=56, stage=stage, rematch=rematch)
-    from imgproc._bm3d import _Plan, _parts
+    from imgproc.restoration.block_matching import _Plan, _parts
 
     assert _Plan(40, 30, block=4, step=2, search=5, chunk_refs=56).chunks == 5  # 19 reference rows of 14, 4 a chunk
     plan = _Plan(40, 30, block=4, step=2, search=5, chunk_refs=56, parts=3)
@@ -210,7 +210,7 @@ def test_parts_are_one_program_under_jit():
 
 
 def test_fast_haar_is_the_orthonormal_haar_matrix():
-    from imgproc._bm3d import _haar_fwd, _haar_inv, _haar_matrix
+    from imgproc.restoration.block_matching import _haar_fwd, _haar_inv, _haar_matrix
 
     g = np.random.default_rng(8).random((3, 16, 2, 5)).astype(np.float32)
     spec = np.asarray(_haar_fwd(jnp.asarray(g)))
@@ -221,7 +221,7 @@ def test_fast_haar_is_the_orthonormal_haar_matrix():
 
 def test_spread_weights_equal_the_windows_added_at_each_block():
     # stage sums keep each block's weight at its corner; _spread adds the Kaiser window there
-    from imgproc._bm3d import _kaiser2d, _spread
+    from imgproc.restoration.block_matching import _kaiser2d, _spread
 
     rng = np.random.default_rng(9)
     b, h, w = 4, 11, 9

@@ -203,7 +203,7 @@ def test_collision_message_fits_the_options(names, options, hint, not_hint, tmp_
 
 def test_progress_has_no_early_eta_and_labelled_columns(monkeypatch):
     from imgproc.cli import _report
-    from imgproc.cli._options import RunOptions
+    from imgproc.io.run_options import RunOptions
 
     clock = [100.0]
     monkeypatch.setattr(_report.time, "monotonic", lambda: clock[0])
@@ -224,7 +224,7 @@ def test_the_rate_counts_written_images_only(monkeypatch):
     """A rerun that skipped 9 files and failed 2 in a blink wrote nothing: 0 images/s (it
     said 173), and the summary says so; the ETA still runs on every file done."""
     from imgproc.cli import _report
-    from imgproc.cli._options import RunOptions
+    from imgproc.io.run_options import RunOptions
 
     clock = [100.0]
     monkeypatch.setattr(_report.time, "monotonic", lambda: clock[0])
@@ -246,7 +246,7 @@ def test_the_rate_counts_written_images_only(monkeypatch):
 
 def test_progress_bar_columns_are_labelled(monkeypatch):
     from imgproc.cli import _report
-    from imgproc.cli._options import RunOptions
+    from imgproc.io.run_options import RunOptions
 
     monkeypatch.setattr(_report, "_stderr_is_tty", lambda: True)
     rep = _report.Reporter(10, RunOptions())

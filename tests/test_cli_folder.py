@@ -112,7 +112,7 @@ def test_two_hundred_photos_five_bad_rerun_and_kill(tmp_path):
 
 def test_ctrl_c_exits_130_with_partial_summary_and_no_temp_files(photos, tmp_path, monkeypatch):
     src, names = photos
-    import imgproc._pipeline as pl
+    import imgproc.pipeline.pipeline as pl
 
     calls = {"n": 0}
     original = pl.Pipeline.__call__
@@ -215,7 +215,7 @@ def test_unwritable_output_folder(tmp_path, samples, monkeypatch):
     folder refuses new files with EACCES."""
     import tempfile
 
-    import imgproc.cli._plan as plan
+    import imgproc.io.folder_plan as plan
 
     def refuse(*a, **k):
         raise PermissionError(errno.EACCES, "Permission denied")
@@ -246,7 +246,7 @@ def test_unwritable_output_folder_for_real(tmp_path, samples):
 
 def test_disk_full_exit_74_nothing_left(tmp_path, samples, monkeypatch):
     """Disk full simulated by making fsync fail with ENOSPC (see also the tmpfs test)."""
-    import imgproc._io as io_mod
+    import imgproc.io.codec as io_mod
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -302,17 +302,17 @@ def test_a_signal_while_a_batch_computes_writes_none_of_it(tmp_path, samples, mo
     before that batch's outputs are written: exit 130, no output, no temporary file."""
     import signal as signals
 
-    from imgproc.cli import _runner
-    from imgproc.cli._interrupts import INTERRUPTS
+    from imgproc.io import folder_runner
+    from imgproc.io.interrupts import INTERRUPTS
 
-    computed = _runner.BatchStage._run
+    computed = folder_runner.BatchStage._run
 
     def signal_during_the_compute(self, group):
         results = computed(self, group)
         INTERRUPTS._record(signals.SIGINT, None)  # as the handler does when Ctrl-C comes
         return results
 
-    monkeypatch.setattr(_runner.BatchStage, "_run", signal_during_the_compute)
+    monkeypatch.setattr(folder_runner.BatchStage, "_run", signal_during_the_compute)
     src = samples if many else samples / "chelsea.jpg"
     out = tmp_path / ("out" if many else "o.png")
     code, err = cli("blur", src, out)

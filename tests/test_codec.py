@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 import imgproc
-from imgproc._loader import read_image
 from imgproc.errors import ImgprocWarning, InvalidImageError
+from imgproc.io.loader import read_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loader_corpus import BAD, GOOD, generate, ramp16, rgb8  # noqa: E402
@@ -114,7 +114,7 @@ def test_truncated_refused_while_another_thread_decodes_one_allowed(corpus):
 
     from PIL import ImageFile
 
-    from imgproc._loader import _truncated_switch
+    from imgproc.io.loader import _truncated_switch
 
     data = corpus["jpeg_truncated.jpg"].read_bytes()
     with pytest.raises(InvalidImageError):

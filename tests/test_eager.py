@@ -1,4 +1,4 @@
-"""imgproc._eager: a deterministic op called eagerly runs as one compiled program with its
+"""imgproc.core.eager: a deterministic op called eagerly runs as one compiled program with its
 numbers as program arguments. One table of calls: each equals the op traced inside the
 caller's jit, a new number does not compile again (or, for a number the op needs while
 tracing, falls back to compiling it in), bad numbers still raise after good ones, and array
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import imgproc
-from imgproc import _eager
 from imgproc import augment as A
+from imgproc.core import eager as _eager
 
 X = np.random.default_rng(0).integers(0, 256, (3, 20, 24, 3), dtype=np.uint8)
 

@@ -139,10 +139,10 @@ def test_eager_calls_compile_their_weights_once_and_keep_a_bounded_number(rng, c
     """Issue 15 item 1: an eager call compiles its weights in as constants; the same weights
     again reuse that program (no compilation); a sweep over sigma keeps at most
     EAGER_PROGRAMS programs; results equal the traced-weights program's."""
-    from imgproc import _convolution
+    from imgproc.filters import convolution
 
     x = _image(rng)
-    _convolution._constant_stage.cache_clear()
+    convolution._constant_stage.cache_clear()
     a = imgproc.gaussian_blur(x, 1.3)
     with compilations() as compiled:
         b = imgproc.gaussian_blur(x.copy(), 1.3)
@@ -150,9 +150,9 @@ def test_eager_calls_compile_their_weights_once_and_keep_a_bounded_number(rng, c
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     traced = jax.jit(lambda im, s: imgproc.gaussian_blur(im, s, size=11))(x, 1.3)  # scipy: radius 5
     np.testing.assert_allclose(np.asarray(a), np.asarray(traced), rtol=0, atol=1e-6)
-    for sigma in np.linspace(0.5, 2.0, _convolution.EAGER_PROGRAMS + 8):
+    for sigma in np.linspace(0.5, 2.0, convolution.EAGER_PROGRAMS + 8):
         imgproc.gaussian_blur(x[:8, :8], float(sigma))
-    assert _convolution._constant_stage.cache_info().currsize == _convolution.EAGER_PROGRAMS
+    assert convolution._constant_stage.cache_info().currsize == convolution.EAGER_PROGRAMS
 
 
 def test_traced_sigma_needs_size():
@@ -215,7 +215,7 @@ ONE_TERM_PLAN = "pallas-if-it-fits" if jax.default_backend() == "gpu" else "sepa
 
 
 def test_auto_plan_on_this_backend():
-    from imgproc._convolution import plan_lowering
+    from imgproc.filters.convolution import plan_lowering
 
     other = "direct" if jax.default_backend() == "cpu" else "conv"
     assert plan_lowering(imgproc.kernels.gaussian(2.0))[0] == ONE_TERM_PLAN
@@ -233,7 +233,7 @@ def test_auto_plan_on_this_backend():
     ("tpu", 1, "separable"),
 ])
 def test_auto_method_per_backend(backend, n_terms, expected):
-    from imgproc._convolution import auto_method
+    from imgproc.filters.convolution import auto_method
 
     assert auto_method(n_terms, backend) == expected
     assert auto_method(n_terms, backend, taps=25, in_loop=False) == expected
@@ -246,13 +246,13 @@ def test_auto_method_per_backend(backend, n_terms, expected):
     ("gpu", 1, 145 * 145, 290, "pallas-if-it-fits"), ("gpu", 2, 17 * 17, 68, "conv"), ("tpu", 1, 145 * 145, 290, "separable"),
 ])
 def test_auto_takes_the_fft_for_large_kernels_on_cpu(backend, n_terms, taps, pass_taps, expected):
-    from imgproc._convolution import auto_method
+    from imgproc.filters.convolution import auto_method
 
     assert auto_method(n_terms, backend, taps=taps, pass_taps=pass_taps) == expected
 
 
 def test_auto_plan_for_large_kernels():
-    from imgproc._convolution import pass_taps, plan_lowering
+    from imgproc.filters.convolution import pass_taps, plan_lowering
 
     centre, wide = (np.ones(1, np.float32),) * 2, (np.ones(145, np.float32),) * 2
     assert pass_taps([centre, wide]) == 290  # a centre weight needs no pass
@@ -275,7 +275,7 @@ def _dog(size):
 
 
 def test_auto_plan_for_low_rank_kernels():
-    from imgproc._convolution import auto_method, low_rank, plan_lowering
+    from imgproc.filters.convolution import auto_method, low_rank, plan_lowering
 
     cpu = jax.default_backend() == "cpu"
     other = "direct" if cpu else "conv"
@@ -315,7 +315,7 @@ def test_auto_plan_for_low_rank_kernels():
 def test_low_rank_kernels_through_auto_match_scipy(mode, rng):
     """The passes of a 2-term kernel, as ``auto`` runs them, in every mode: float32 to
     1e-5 and uint8 within one level, channels last and first."""
-    from imgproc._convolution import plan_lowering
+    from imgproc.filters.convolution import plan_lowering
 
     k = _dog(9)
     assert plan_lowering(k)[0] == ("separable" if jax.default_backend() == "cpu" else "conv")
@@ -356,13 +356,13 @@ def test_fft_derivatives_equal_the_direct_lowerings(mode, rng):
 def test_auto_method_in_image_loop(backend, n_terms, taps, expected):
     """One image at a time inside a lax.map on CPU: kernels of one or two separable terms
     take separable passes, other small kernels convolve2d."""
-    from imgproc._convolution import auto_method
+    from imgproc.filters.convolution import auto_method
 
     assert auto_method(n_terms, backend, taps=taps, in_loop=True) == expected
 
 
 def test_in_loop_hint_reaches_the_plan():
-    from imgproc._convolution import plan_lowering
+    from imgproc.filters.convolution import plan_lowering
 
     loop = imgproc.LoweringHints(in_loop=True)
     assert plan_lowering(imgproc.kernels.sharpen(), hints=loop)[0] == ONE_TERM_PLAN
@@ -390,7 +390,7 @@ def test_map_strategy_filters_match_the_batch_filters():
 @pytest.mark.parametrize("mode", MODES)
 def test_pad_first_passes_match_scipy(monkeypatch, mode):
     """The GPU/TPU form of the 1-D passes (padded copy, then shifted sums), run here on CPU."""
-    from imgproc import _separable
+    from imgproc.filters import separable as _separable
 
     monkeypatch.setattr(_separable, "pad_first", lambda: True)
     x = np.random.default_rng(3).random((2, 19, 23), dtype=np.float32)

@@ -65,7 +65,7 @@ def test_large_numpy_results_are_handed_over_without_a_copy_and_never_alias_the_
     """Issue 15 item 1: a large result on CPU is a writable view of the result's buffer (no
     extra copy into fresh pages); it never shares memory with the caller's array, even for
     an op that returns its input unchanged."""
-    from imgproc._types import VIEW_MIN_BYTES
+    from imgproc.core.array_type import VIEW_MIN_BYTES
 
     x = np.random.default_rng(1).integers(0, 256, (2, 600, 600, 3)).astype(np.uint8)
     assert x.nbytes >= VIEW_MIN_BYTES
@@ -91,12 +91,12 @@ def test_an_identity_call_returns_a_copy_not_the_callers_array(identity):
 
 
 def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
-    from imgproc import _execution
+    from imgproc.pipeline import execution
 
     x = np.random.default_rng(1).integers(0, 256, (16, 8, 8, 3)).astype(np.uint8)
     monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)
     pipe = imgproc.Pipeline([{"op": "gaussian_noise", "sigma": 0.05}])
-    assert _execution.loop_parts(x, loops=True, batched=True) == 2
+    assert execution.loop_parts(x, loops=True, batched=True) == 2
     split = pipe(x, key=KEY)
     assert type(split) is np.ndarray and split.flags.writeable
     split_params = pipe(x, key=KEY, return_params=True)

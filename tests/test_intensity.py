@@ -1,4 +1,4 @@
-"""Intensity ops (imgproc/augment/_intensity.py) against their references, from one table.
+"""Intensity ops (imgproc/augment/intensity.py) against their references, from one table.
 
 torchvision is not installed here; on uint8 images torchvision's definitions are PIL's
 (``PIL.ImageOps`` / ``PIL.ImageEnhance``, what its PIL backend calls), so each case is

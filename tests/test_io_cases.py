@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from PIL import Image
 
 import imgproc
-from imgproc._loader import read_image
 from imgproc.cli import cli as imgproc_cli
 from imgproc.errors import ImgprocWarning, InvalidImageError
+from imgproc.io.loader import read_image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bad_inputs import CASES, cmyk_jpeg, generate, photo  # noqa: E402
@@ -191,7 +191,7 @@ def test_icc_and_exif_kept_unless_strip(inputs, tmp_path):
 
 
 def test_format_comes_from_bytes_and_allowlist():
-    from imgproc._loader import decode_bytes
+    from imgproc.io.loader import decode_bytes
 
     png = io.BytesIO()
     Image.fromarray(photo()).save(png, "PNG")
@@ -214,7 +214,7 @@ def test_bomb_refused_fast_and_small(inputs):
 
 
 def test_fast_jpeg_paths_match_pillow(tmp_path):
-    from imgproc._io import _encode
+    from imgproc.io.codec import _encode
 
     rng = np.random.default_rng(0)
     x = (photo(64, 80).astype(int) + rng.integers(-20, 20, (64, 80, 3))).clip(0, 255).astype(np.uint8)

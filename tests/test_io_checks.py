@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import imgproc
-from imgproc._checks import check_finite
-from imgproc._execution import run_in_chunks
+from imgproc.core.images import check_finite
+from imgproc.pipeline.execution import run_in_chunks
 
 
 @pytest.mark.parametrize("bad, match", [(np.nan, "NaN or infinity"), (np.inf, "NaN or infinity"), (1e9, "beyond the allowed")])
@@ -29,7 +29,7 @@ def test_host_aligned_copies_misaligned_arrays_only(dtype):
     array is never modified, and the pipeline's result is the same either way."""
     import jax
 
-    from imgproc._checks import HOST_ALIGNMENT, host_aligned
+    from imgproc.core.images import HOST_ALIGNMENT, host_aligned
 
     raw = np.random.default_rng(0).integers(0, 200, 100 * 64 * 64 * 3 + 1).astype(dtype)
     misaligned = raw[1:].reshape(100, 64, 64, 3)  # offset by one element
@@ -57,9 +57,9 @@ def test_reuse_host_memory_applies_on_glibc_and_the_entry_point_calls_it(monkeyp
     applied = imgproc.reuse_host_memory()
     assert applied is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
     calls = []
-    import imgproc.host_memory
+    import imgproc.cpu.host_memory
 
-    monkeypatch.setattr(imgproc.host_memory, "reuse_host_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(imgproc.cpu.host_memory, "reuse_host_memory", lambda: calls.append(1) or True)
     monkeypatch.setattr(sys, "argv", ["imgproc", "info"])
     with pytest.raises(SystemExit) as exit:
         cli.main()  # the console script's target: imgproc = "imgproc.cli:main"
@@ -84,7 +84,7 @@ def test_check_in_the_aligned_copy_equals_check_finite(dtype, shape, offset):
     lies (first and last chunk)."""
     import ml_dtypes
 
-    from imgproc._checks import host_aligned
+    from imgproc.core.images import host_aligned
 
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
     x = _at_offset(shape, dt, offset)
@@ -111,7 +111,7 @@ def test_check_in_the_aligned_copy_equals_check_finite(dtype, shape, offset):
 
 
 def test_check_in_the_aligned_copy_of_a_strided_array():
-    from imgproc._checks import host_aligned
+    from imgproc.core.images import host_aligned
 
     base = np.random.default_rng(2).random((1200, 1000, 4), dtype=np.float32)
     view = base[::2, :, :3]  # not contiguous

@@ -1,4 +1,4 @@
-"""jpeg_compression (imgproc/augment/_jpeg.py) against Pillow's libjpeg encoder/decoder."""
+"""jpeg_compression (imgproc/augment/jpeg.py) against Pillow's libjpeg encoder/decoder."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 import imgproc
-from imgproc.augment import _jpeg as J
+from imgproc.augment import jpeg as J
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAT = np.asarray(Image.open(ROOT / "sample_images" / "chelsea.jpg").convert("RGB"))[40:150, 100:227]  # 110 x 127

@@ -17,8 +17,8 @@ import pytest
 from PIL import Image, ImageOps
 
 import imgproc
-from imgproc._native_stderr import captured
 from imgproc.errors import ImgprocWarning, InvalidImageError
+from imgproc.io.native_stderr import captured
 
 sys.path.insert(0, str(Path(__file__).parent))
 from loader_corpus import BAD, GOOD, generate  # noqa: E402
@@ -197,7 +197,7 @@ def test_damaged_files_of_every_format_print_nothing(capfd):
     JPEG, Deflate, G4, planar): each file decodes or raises InvalidImageError, and not one
     byte reaches file descriptor 2 (before the capture, libtiff and libpng printed 137
     lines for 900 such files)."""
-    from imgproc._loader import decode_bytes
+    from imgproc.io.loader import decode_bytes
     from loader_corpus import one_bit_g4, pil, planar, png16, ramp16, rgb8, tiff
 
     a = rgb8(48, 64)
@@ -251,12 +251,12 @@ def test_a_truncated_retry_in_another_thread_does_not_hide_a_crc_error(corpus):
     # the PNG plugin skips the CRC checks of ancillary chunks while reading the header
     from PIL import ImageFile
 
-    from imgproc import _loader
+    from imgproc.io import loader
 
     holding, release, result = threading.Event(), threading.Event(), {}
 
     def truncated_retry():
-        with _loader._truncated_switch.exclusive():
+        with loader._truncated_switch.exclusive():
             old, ImageFile.LOAD_TRUNCATED_IMAGES = ImageFile.LOAD_TRUNCATED_IMAGES, True
             holding.set()
             release.wait(10)

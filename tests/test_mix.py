@@ -1,4 +1,4 @@
-"""MixUp / CutMix (imgproc/augment/_mix.py): the definitions (torchvision v2's MixUp and
+"""MixUp / CutMix (imgproc/augment/mix.py): the definitions (torchvision v2's MixUp and
 CutMix box, per image), pairing and reproducibility, distributions, bad arguments."""
 
 from __future__ import annotations

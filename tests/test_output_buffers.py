@@ -1,4 +1,4 @@
-"""imgproc._output_buffers: an eager call on NumPy input writes into the buffer of a dropped
+"""imgproc.cpu.output_buffers: an eager call on NumPy input writes into the buffer of a dropped
 earlier result (issue 15 item 3), its separable first pass into a kept scratch buffer, and
 its aligned copy of the input into kept host memory; never into one the caller still
 holds or into the caller's own memory, without new compilations, within its bounds."""
@@ -12,8 +12,8 @@ import pytest
 import scipy.ndimage as ndi
 
 import imgproc
-from imgproc import _output_buffers as buffers
-from imgproc._checks import HOST_ALIGNMENT, host_aligned
+from imgproc.core.images import HOST_ALIGNMENT, host_aligned
+from imgproc.cpu import output_buffers as buffers
 
 
 def key(array):
@@ -191,16 +191,16 @@ def test_eager_calls_on_misaligned_input_reuse_their_staging(image):
 
 
 def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch):
-    """A concrete batch split over the cores (imgproc._execution.run_parts) is joined into
+    """A concrete batch split over the cores (imgproc.pipeline.execution.run_parts) is joined into
     host memory of an earlier joined result once nothing references it: never while the
     caller holds that result, as a jax.Array or as a NumPy view of one."""
-    from imgproc import _execution
+    from imgproc.pipeline import execution
 
     monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)  # two slices, on any machine
     batch = buffers.aligned_empty((16, 160, 160, 3), np.uint8)  # 1.2 MB, read in place: no staging copy
     batch[...] = np.random.default_rng(1).integers(0, 256, batch.shape, dtype=np.uint8)
     pipe = imgproc.Pipeline([{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}])
-    assert _execution.loop_parts(batch, loops=True, batched=True) == 2
+    assert execution.loop_parts(batch, loops=True, batched=True) == 2
     keys = [jax.random.key(i) for i in range(6)]
 
     buffers.release()
@@ -364,8 +364,8 @@ def test_the_command_stacks_its_batches_into_aligned_memory():
     skew would compile (and cache) the program again; the stack is read in place."""
     from pathlib import Path
 
-    from imgproc.cli._plan import Job
-    from imgproc.cli._runner import BatchStage, Decoded
+    from imgproc.io.folder_plan import Job
+    from imgproc.io.folder_runner import BatchStage, Decoded
 
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}], bucket="auto")
     reference = imgproc.Pipeline(pipe.stages)
@@ -411,7 +411,7 @@ def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
     """A pipeline without size buckets does as the filters do: it dispatches, then checks
     the NumPy batch it reads in place. With buckets it checks first (the bucket path copies;
     the "auto" rule must not record a bad image's size as its bucket's exact one)."""
-    from imgproc import _checks
+    from imgproc.core import images as _checks
 
     order = []
     check = _checks._check_in_place
@@ -438,10 +438,11 @@ def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
     """The filters dispatch their program first and check a NumPy image read in place
     after (the check overlaps the computation); the result is handed over only after the
     check, and an image that is copied is checked in the copy, before the program."""
-    from imgproc import _checks, _convolution
+    from imgproc.core import images as _checks
+    from imgproc.filters import convolution
 
     order = []
-    dispatch, check = _convolution.apply_stage, _checks._check_in_place
+    dispatch, check = convolution.apply_stage, _checks._check_in_place
     monkeypatch.setattr(_convolution, "apply_stage", lambda *a, **k: order.append("dispatch") or dispatch(*a, **k))
     monkeypatch.setattr(_checks, "_check_in_place", lambda a: order.append("check") or check(a))
     clean = np.random.default_rng(12).random((500, 700, 3), dtype=np.float32)

@@ -1,4 +1,4 @@
-"""The ``"pallas"`` lowering (imgproc._pallas): the fused Mosaic GPU kernel, run here in
+"""The ``"pallas"`` lowering (imgproc.filters.pallas): the fused Mosaic GPU kernel, run here in
 Pallas's GPU interpret mode, and lowered for CUDA without a GPU. The shared parity table
 runs through it in test_filters.py (test_every_lowering_matches_reference)."""
 
@@ -9,7 +9,7 @@ import pytest
 import scipy.ndimage as ndi
 
 import imgproc
-from imgproc import _pallas
+from imgproc.filters import pallas as _pallas
 
 pytest.importorskip("jax._src.pallas.mosaic_gpu.interpret.params")
 
@@ -135,13 +135,13 @@ def test_pipeline_stage_takes_the_lowering(rng):
 def test_auto_on_a_gpu_plans_the_fused_kernel_only_for_concrete_weights(monkeypatch):
     """``auto`` on a GPU plans "pallas-if-it-fits" for one separable term; traced weights
     (a random blur's sigma) cannot be compiled into the kernel, so they plan the passes."""
-    from imgproc import _convolution
+    from imgproc.filters import convolution
 
-    assert _convolution.auto_method(1, "gpu") == _convolution.FUSED_IF_IT_FITS
-    monkeypatch.setattr(_convolution, "auto_method", lambda *a, **k: _convolution.FUSED_IF_IT_FITS)
-    assert _convolution.plan_lowering(imgproc.kernels.gaussian(1.0))[0] == _convolution.FUSED_IF_IT_FITS
+    assert convolution.auto_method(1, "gpu") == convolution.FUSED_IF_IT_FITS
+    monkeypatch.setattr(_convolution, "auto_method", lambda *a, **k: convolution.FUSED_IF_IT_FITS)
+    assert convolution.plan_lowering(imgproc.kernels.gaussian(1.0))[0] == convolution.FUSED_IF_IT_FITS
     planned = []
-    jax.jit(lambda s: planned.append(_convolution.plan_lowering(None, terms=[(s * jnp.ones(3), jnp.ones(3))])[0]))(1.0)
+    jax.jit(lambda s: planned.append(convolution.plan_lowering(None, terms=[(s * jnp.ones(3), jnp.ones(3))])[0]))(1.0)
     assert planned == ["separable"]
 
 
@@ -151,16 +151,16 @@ def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma,
     compiled for CUDA holds the fused kernel where a tile fits and the passes elsewhere;
     compiled for the CPU (arrays put there on a GPU machine) it holds the passes, always,
     and gives their pixels."""
-    from imgproc import _convolution
+    from imgproc.filters import convolution
 
     x = rng.random((1, 30, 34, channels), dtype=np.float32)
     col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
     terms = ((col, row),)
-    auto = jax.jit(lambda v: _convolution.run_lowering(v, (_convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0))
+    auto = jax.jit(lambda v: convolution.run_lowering(v, (convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0))
     arg = jax.ShapeDtypeStruct(x.shape, jnp.float32)
     assert ("mosaic_gpu" in jax.export.export(auto, platforms=["cuda"])(arg).mlir_module()) == fused
     assert "mosaic_gpu" not in jax.export.export(auto, platforms=["cpu"])(arg).mlir_module()
-    passes = jax.jit(lambda v: _convolution.run_lowering(v, ("separable", None, terms), "reflect", 0.0))
+    passes = jax.jit(lambda v: convolution.run_lowering(v, ("separable", None, terms), "reflect", 0.0))
     np.testing.assert_array_equal(np.asarray(auto(x)), np.asarray(passes(x)))
 
 

@@ -121,7 +121,7 @@ def test_denoise_improves_psnr_on_the_sample(samples):
 
 
 def test_size_buckets_compile_once_per_bucket_and_match_exactly():
-    from imgproc._execution import bucket_size
+    from imgproc.pipeline.execution import bucket_size
 
     rng = np.random.default_rng(5)
     sizes = [(int(h), int(w)) for h, w in rng.integers(90, 124, (50, 2))]
@@ -140,7 +140,7 @@ def test_auto_buckets_run_each_buckets_first_size_exactly(monkeypatch):
     """``bucket="auto"`` (the command line's): the first size met in a bucket gets its
     own exact-size program, every other size of that bucket the bucket's program; the
     pixels are the exact pipeline's either way."""
-    from imgproc._execution import bucket_size
+    from imgproc.pipeline.execution import bucket_size
 
     bucketed_sizes = []
     run_in_bucket = imgproc.Pipeline._bucketed
@@ -185,7 +185,7 @@ def test_size_buckets_exact_in_every_mode(mode):
 CACHE_PROBE = """
 import jax, numpy as np
 from imgproc import presets
-from imgproc._cache import enable_compilation_cache
+from imgproc.core.program_cache import enable_compilation_cache
 hits = []
 jax.monitoring.register_event_listener(lambda name, **kw: hits.append(name))
 enable_compilation_cache()
@@ -222,7 +222,7 @@ def test_nan_and_out_of_range_host_input_is_refused():
 
 
 def test_large_host_batches_run_in_chunks(monkeypatch):
-    import imgproc._execution as execution
+    import imgproc.pipeline.execution as execution
 
     x = np.random.default_rng(3).integers(0, 256, (7, 10, 12, 3)).astype(np.uint8)
     pipe = presets.denoise()

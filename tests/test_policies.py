@@ -1,4 +1,4 @@
-"""Policies (imgproc/augment/_policies.py): torchvision's tables, the draw distributions,
+"""Policies (imgproc/augment/policies.py): torchvision's tables, the draw distributions,
 every op against its definition, and the same numbers under every strategy.
 
 torchvision is not installed; its definitions are ported here in NumPy (float64) from
@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 import imgproc
-from imgproc.augment import _policies as P
+from imgproc.augment import policies as P
 from torchvision_reference import inverse_affine_matrix as _tv_inverse_affine
 
 STRATEGIES = ("select", "map", "group")
@@ -150,7 +150,7 @@ def test_colour_ops_match_torchvision(name, mag):
 ])
 def test_intensity_ops_are_the_public_ones(name, mag, ref):
     """Sharpness, Posterize, ... are the intensity ops tested against Pillow in test_intensity."""
-    from imgproc._arrays import to_output
+    from imgproc.core.arrays import to_output
     ours = np.asarray(to_output(jnp.asarray(op(name, X, mag)), np.uint8))
     assert np.array_equal(ours, np.asarray(ref(X)))
 

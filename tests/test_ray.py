@@ -204,8 +204,8 @@ def test_actors_that_would_starve_the_read_tasks_are_refused(cluster, folder, tm
 
 
 def test_partial_batches_are_padded_to_a_few_compiled_sizes():
-    from imgproc.cli._plan import Job
-    from imgproc.cli._runner import BatchStage, Decoded
+    from imgproc.io.folder_plan import Job
+    from imgproc.io.folder_runner import BatchStage, Decoded
 
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}], bucket=True)
     reference = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])

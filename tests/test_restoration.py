@@ -18,7 +18,7 @@ import skimage.restoration as skr
 
 import imgproc
 from imgproc import restoration as R
-from imgproc._nl_means import nl_means_nhwc
+from imgproc.restoration.non_local_means import nl_means_nhwc
 from cases import GRID_MODES
 from jaxprs import equations
 
@@ -260,7 +260,7 @@ def test_tv_chambolle_uint8_matches_skimage(rng):
 
 
 def test_nl_means_matches_skimage_fast_mode(rng):
-    """With skimage's (s-1)x(s-1) distance window (see imgproc._nl_means) and its border, the
+    """With skimage's (s-1)x(s-1) distance window (see imgproc.restoration.non_local_means) and its border, the
     result is skimage's up to its approximate exponential (Schraudolph's fast_exp)."""
     x = rng.random((18, 19, 3))
     for ps, pd in [(3, 1), (5, 3), (7, 4)]:
@@ -306,10 +306,10 @@ def test_nl_means_half_window_equals_every_offset(rng, mode, shape, r, d):
 
 
 def test_nl_means_in_strips_equals_one_block(rng, monkeypatch):
-    """Large images run in strips of rows (imgproc._nl_means.strip_rows); the values are
+    """Large images run in strips of rows (imgproc.restoration.non_local_means.strip_rows); the values are
     those of the whole image in one block, a strip boundary included, and a last strip
     that runs past the image (up to float32 rounding: XLA's loops differ with the shape)."""
-    import imgproc._nl_means as M
+    import imgproc.restoration.non_local_means as M
 
     x = jnp.asarray(rng.random((2, 37, 23, 3)), jnp.float32)
     s, h = jnp.array([0.05, 0.1]), jnp.array([0.2, 0.3])
@@ -367,7 +367,7 @@ def test_estimate_sigma_cases_of_scikit_image(case):
 @pytest.mark.parametrize("values", ["normal", "repeated", "zeros", "extremes", "one"])
 def test_order_statistics_equal_a_sort(rng, values):
     # the noise estimate's median is a radix selection over the values' bits
-    from imgproc._noise_level import order_statistics
+    from imgproc.restoration.noise_level import order_statistics
 
     a = np.abs(rng.standard_normal((3, 1001))).astype(np.float32)
     if values == "repeated":
@@ -387,7 +387,7 @@ def test_order_statistics_equal_a_sort(rng, values):
 
 def test_noise_estimate_sorts_off_cpu_with_the_same_result(rng, monkeypatch):
     # other backends keep the sort (their scatter-adds are not measured); both are exact
-    from imgproc._noise_level import sigma_planes
+    from imgproc.restoration.noise_level import sigma_planes
 
     planes = np.round(rng.normal(0, 9, (3, 40, 37))).astype(np.float32)
     planes[1, :, :20] = 0

@@ -7,9 +7,9 @@ import scipy.ndimage as ndi
 import jax
 import jax.numpy as jnp
 
-from imgproc._boundary import MODES
+from imgproc.core.boundary import MODES
 
-from imgproc._separable import correlate_direct, correlate_separable
+from imgproc.filters.separable import correlate_direct, correlate_separable
 
 CVAL = 0.25
 TOL = 1e-5
@@ -118,7 +118,7 @@ def test_rows_pass_with_many_terms_runs_in_two_loops():
     its own (a conditional's result, on CPU); the columns pass and short rows passes do not."""
     from jaxprs import equations
 
-    from imgproc._separable import ROWS_SPLIT_MIN_TERMS
+    from imgproc.filters.separable import ROWS_SPLIT_MIN_TERMS
 
     x = np.zeros((1, 64, 64), np.float32)
 
@@ -156,7 +156,7 @@ def test_a_long_rows_pass_over_float32_rows_is_one_loop_unless_they_alias(rng):
 
 
 def test_rows_alias_counts_rows_per_cache_set():
-    from imgproc._separable import L1_WAYS, rows_alias
+    from imgproc.filters.separable import L1_WAYS, rows_alias
 
     assert rows_alias(2048 * 3 * 4, 25)  # 24 KiB rows: all 25 in one set
     assert rows_alias(4096, L1_WAYS + 1) and not rows_alias(4096, L1_WAYS)
@@ -170,8 +170,8 @@ def test_an_eager_long_rows_pass_at_an_aliasing_width_reads_a_restrided_copy(rng
     rows ROWS_PAD values longer (kept memory) and sums in one loop; inside jit (the copy
     would be fresh memory) the two loops stay. Both give scipy's values."""
     import imgproc
-    from imgproc import _output_buffers as buffers
-    from imgproc._separable import ROWS_PAD
+    from imgproc.cpu import output_buffers as buffers
+    from imgproc.filters.separable import ROWS_PAD
 
     image = rng.random((96, 1024, 3), dtype=np.float32)  # rows of 12 KiB, 1.2 MB
     for mode in MODES:
@@ -217,7 +217,7 @@ def test_direct_matches_scipy(mode, bands, rng):
 
 def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
     import imgproc
-    from imgproc import _convolution
+    from imgproc.filters import convolution
 
     feeds = imgproc.LoweringHints(feeds_next=True)
 
@@ -242,10 +242,10 @@ def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
         assert feeding == alone + bands
         assert updates(op) == alone
     # called eagerly, the hint is part of the compiled stage's key
-    _convolution._constant_stage.cache_clear()
+    convolution._constant_stage.cache_clear()
     plain = imgproc.sharpen(x)
     feeding = imgproc.sharpen(x, hints=feeds)
-    assert _convolution._constant_stage.cache_info().currsize == 2
+    assert convolution._constant_stage.cache_info().currsize == 2
     np.testing.assert_allclose(np.asarray(plain), np.asarray(feeding), rtol=0, atol=1e-6)
 
 
@@ -312,11 +312,11 @@ def _conditionals(fn, *args):
 
 def test_a_long_last_pass_runs_alone_with_the_cast_where_nothing_else_reads_it(rng):
     # the columns pass of more than COLS_FUSED_MAX_TAPS taps over (..., W, C) data is a loop
-    # of its own (a conditional: imgproc._fusion.in_own_loop) with the program's last
+    # of its own (a conditional: imgproc.cpu.fusion.in_own_loop) with the program's last
     # conversion (finish) in it, only where the program returns it: not for a short kernel,
     # not where a stage reads the result or a pipeline still casts or crops it
     import imgproc
-    from imgproc._arrays import to_output
+    from imgproc.core.arrays import to_output
 
     x = rng.random((1, 16, 40, 3), dtype=np.float32) * 255
     k = np.ones(11, np.float32) / 11

@@ -1,4 +1,4 @@
-"""Batches split over devices (imgproc._sharded, imgproc.sharding): same values as on one
+"""Batches split over devices (imgproc.core.devices, imgproc.sharding): same values as on one
 device, same sharding out as in, no recompilation on the second call, no collective in the
 compiled program.
 
@@ -23,7 +23,9 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 import imgproc
-from imgproc import _execution, _sharded, presets
+from imgproc import presets
+from imgproc.core import devices as _sharded
+from imgproc.pipeline import execution
 
 DEVICES = 4
 FOUR = jax.device_count() == DEVICES and jax.default_backend() == "cpu"
@@ -203,8 +205,8 @@ def test_other_multi_device_arrays_are_not_split_into_threads():
     want = pipe(x, key=KEY)
     replicated = jax.device_put(x, NamedSharding(_mesh(), P()))
     loops = True  # a fused per-image run: a one-device CPU batch this big is split per core
-    assert _execution.loop_parts(jnp.asarray(x), loops=loops, batched=True) == min(_execution.cpu_cores(), 4)
-    assert _execution.loop_parts(replicated, loops=loops, batched=True) == 1
+    assert execution.loop_parts(jnp.asarray(x), loops=loops, batched=True) == min(execution.cpu_cores(), 4)
+    assert execution.loop_parts(replicated, loops=loops, batched=True) == 1
     assert _sharded.batch_partition(replicated) is None
     np.testing.assert_array_equal(np.asarray(pipe(replicated, key=KEY)), want)
     # an uneven split is not a device-sharded batch: one jit program, correct values

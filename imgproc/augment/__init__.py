@@ -9,7 +9,7 @@ depends only on (key, index): never on the batch size or split, the device or wo
 
 Every op returns the caller's array type (NumPy or a list in: a writable NumPy array out;
 a ``jax.Array`` in: a ``jax.Array`` out) and accepts what the filters accept (float64
-computed in float32 and returned as float64); see :mod:`imgproc._types`. An int ``key`` is
+computed in float32 and returned as float64); see :mod:`imgproc.core.array_type`. An int ``key`` is
 a seed, ``jax.random.key(key)``.
 
 All ops are also pipeline stages (``{"op": "random_hue"}`` works with its defaults; every
@@ -17,7 +17,7 @@ option is a keyword of the function). Shape-setting options (``size``, ``mode``,
 ``layout``, ``strategy``) are static; numeric ones are traced.
 
 Draws apart from their application: every random op is two pure pieces, a sampler of
-its parameters and the deterministic op applied with them (see :mod:`imgproc._stages`);
+its parameters and the deterministic op applied with them (see :mod:`imgproc.core.registry`);
 each function's docstring names its parameters. A pipeline returns what it drew with
 ``pipe(x, key=k, return_params=True)`` and replays it with ``pipe.apply(x, params)``.
 
@@ -40,7 +40,7 @@ pipeline), ``_jpeg`` (JPEG artefacts in JAX), ``_blur`` (median and motion blur)
 ``_erasing`` and ``_choice``
 (``random_choice``/``random_apply`` and their batch strategies); each deterministic op
 stands beside its random twin. The random twins of the filters (``random_gaussian_blur``,
-``random_sharpen``) stand beside their filters in :mod:`imgproc._filters`.
+``random_sharpen``) stand beside their filters in :mod:`imgproc.filters.linear`.
 
 Colour definitions are dm-pix's (which are TensorFlow's ``tf.image`` ones): see each
 function. Geometry follows NumPy / scipy.ndimage (``rotate``, ``translate`` match
@@ -62,184 +62,21 @@ Example:
 
 from __future__ import annotations
 
-from imgproc._filters import random_gaussian_blur, random_sharpen
-from imgproc.augment._blur import median_blur, motion_blur, random_median_blur, random_motion_blur
-from imgproc.augment._clahe import clahe, random_clahe
-from imgproc.augment._choice import STRATEGIES, default_strategy, random_apply, random_choice
-from imgproc.augment._colour import (
-    adjust_brightness,
-    adjust_contrast,
-    adjust_gamma,
-    adjust_hue,
-    adjust_saturation,
-    hsv_to_rgb,
-    random_brightness,
-    random_contrast,
-    random_gamma,
-    random_grayscale,
-    random_hue,
-    random_saturation,
-    rgb_to_grayscale,
-    rgb_to_hsv,
-)
-from imgproc.augment._colourspace import lab_to_rgb, rgb_to_lab, rgb_to_ycbcr, ycbcr_to_rgb
-from imgproc.augment._erasing import erase, random_erasing
-from imgproc.augment._geometry import (
-    SAMPLE_MODES,
-    crop,
-    flip_left_right,
-    flip_up_down,
-    random_crop,
-    random_flip_left_right,
-    random_flip_up_down,
-    random_resized_crop,
-    random_rot90,
-    random_rotate,
-    random_translate,
-    resized_crop,
-    rot90,
-    rotate,
-    sample,
-    translate,
-)
-from imgproc.augment._intensity import (
-    adjust_sharpness,
-    autocontrast,
-    equalize,
-    invert,
-    normalize,
-    posterize,
-    random_adjust_sharpness,
-    random_autocontrast,
-    random_equalize,
-    random_invert,
-    random_posterize,
-    random_solarize,
-    solarize,
-    to_float,
-)
-from imgproc.augment._jpeg import jpeg_compression, random_jpeg_compression
-from imgproc.augment._mix import MIX_OPS, cutmix, mix_batch, mixup
-from imgproc.augment._noise import gaussian_noise, salt_and_pepper, speckle_noise
-from imgproc.augment._warp import INTERPOLATIONS, affine, perspective, random_affine, random_perspective
-from imgproc.augment._size import (
-    RESIZE_METHODS,
-    center_crop,
-    letterbox,
-    pad,
-    random_resize,
-    resize,
-    resize_shorter,
-)
-from imgproc.augment._policies import POLICIES, aug_mix, auto_augment, rand_augment, trivial_augment
+# Importing each module registers its ops; imgproc/__init__.py makes them public by name.
+from imgproc.augment import (blur, choice, colour, colourspace, erasing, geometry, intensity, jpeg,  # noqa: F401
+                             local_contrast, mix, noise, policies, size, warp)
+from imgproc.core.registry import lookup, registered_ops
+from imgproc.filters import linear  # noqa: F401 - registers the filters' random twins, random_gaussian_blur, random_sharpen
 
-DETERMINISTIC_OPS = (
-    "flip_left_right", "flip_up_down", "rot90", "crop", "resized_crop", "rotate", "translate", "erase",
-    "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "rgb_to_grayscale",
-    "resize", "resize_shorter", "pad", "center_crop", "letterbox", "affine", "perspective",
-    "to_float", "normalize", "invert", "posterize", "solarize", "equalize", "autocontrast", "adjust_sharpness",
-    "jpeg_compression", "median_blur", "motion_blur", "clahe",
-)
-RANDOM_OPS = (
-    "random_flip_left_right", "random_flip_up_down", "random_rot90", "random_crop", "random_resized_crop",
-    "random_rotate", "random_translate", "random_brightness", "random_contrast", "random_saturation",
-    "random_hue", "random_gamma", "random_grayscale", "gaussian_noise", "speckle_noise", "salt_and_pepper",
-    "random_gaussian_blur", "random_sharpen", "random_erasing", "random_choice", "random_apply",
-    "random_resize", "random_affine", "random_perspective",
-    "random_invert", "random_posterize", "random_solarize", "random_equalize", "random_autocontrast",
-    "random_adjust_sharpness", "rand_augment", "trivial_augment", "auto_augment", "aug_mix",
-    "random_jpeg_compression", "random_median_blur", "random_motion_blur", "random_clahe",
-)
+RANDOM_OPS = tuple(op for op in registered_ops() if lookup(op).random)
+DETERMINISTIC_OPS = tuple(op for op in registered_ops()
+                          if not lookup(op).random and lookup(op).fn.__module__.startswith(__name__ + "."))
 
-__all__ = [
-    "DETERMINISTIC_OPS",
-    "INTERPOLATIONS",
-    "MIX_OPS",
-    "POLICIES",
-    "RANDOM_OPS",
-    "RESIZE_METHODS",
-    "SAMPLE_MODES",
-    "STRATEGIES",
-    "adjust_brightness",
-    "adjust_contrast",
-    "adjust_gamma",
-    "adjust_hue",
-    "adjust_saturation",
-    "affine",
-    "center_crop",
-    "adjust_sharpness",
-    "aug_mix",
-    "auto_augment",
-    "autocontrast",
-    "clahe",
-    "crop",
-    "cutmix",
-    "default_strategy",
-    "equalize",
-    "erase",
-    "flip_left_right",
-    "flip_up_down",
-    "gaussian_noise",
-    "hsv_to_rgb",
-    "letterbox",
-    "pad",
-    "perspective",
-    "random_affine",
-    "invert",
-    "jpeg_compression",
-    "lab_to_rgb",
-    "median_blur",
-    "mix_batch",
-    "mixup",
-    "motion_blur",
-    "normalize",
-    "posterize",
-    "rand_augment",
-    "random_adjust_sharpness",
-    "random_apply",
-    "random_autocontrast",
-    "random_brightness",
-    "random_choice",
-    "random_clahe",
-    "random_contrast",
-    "random_crop",
-    "random_equalize",
-    "random_erasing",
-    "random_flip_left_right",
-    "random_flip_up_down",
-    "random_gamma",
-    "random_gaussian_blur",
-    "random_perspective",
-    "random_grayscale",
-    "random_hue",
-    "random_resize",
-    "random_invert",
-    "random_jpeg_compression",
-    "random_median_blur",
-    "random_motion_blur",
-    "random_posterize",
-    "random_resized_crop",
-    "random_rot90",
-    "random_rotate",
-    "random_saturation",
-    "random_sharpen",
-    "random_solarize",
-    "random_translate",
-    "resize",
-    "resize_shorter",
-    "resized_crop",
-    "rgb_to_grayscale",
-    "rgb_to_hsv",
-    "rgb_to_lab",
-    "rgb_to_ycbcr",
-    "rot90",
-    "rotate",
-    "salt_and_pepper",
-    "sample",
-    "solarize",
-    "speckle_noise",
-    "to_float",
-    "translate",
-    "trivial_augment",
-    "ycbcr_to_rgb",
-]
+__all__ = ["DETERMINISTIC_OPS", "RANDOM_OPS"]
+
+
+def __getattr__(name: str):
+    """An op by name (``imgproc.augment.rotate``): the same function as ``imgproc.rotate``."""
+    if name in RANDOM_OPS or name in DETERMINISTIC_OPS:
+        return lookup(name).fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,108 @@
+"""Erasing: fill a box (:func:`erase`) and its random twin (``torchvision``'s RandomErasing)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from imgproc.augment.common import back, draw_box, hw, to_float
+from imgproc.augment.noise import field_words, hash_normal
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import channel_axis, resolve_max, spatial_axes
+from imgproc.core.images import check_image
+from imgproc.core.keys import bernoulli, maybe, run_random_op
+from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.validate import check_choice, check_number
+
+
+def _box_mask(shape, layout, top, left, height, width):
+    """Broadcastable boolean mask of rows ``[top, top + height)`` x cols ``[left, left + width)``."""
+    a, b = spatial_axes(layout)
+    h, w = hw(shape, layout)
+    rows, cols = jnp.arange(h), jnp.arange(w)
+    inr = (rows >= top) & (rows < top + jnp.asarray(height))
+    inc = (cols >= left) & (cols < left + jnp.asarray(width))
+    mshape = [1] * len(shape)
+    mshape[a], mshape[b] = h, w
+    return (inr[:, None] & inc[None, :]).reshape(mshape)
+
+
+@callers_type
+def erase(image, top, left, height, width, *, value=0.0, layout=None):
+    """Set the box ``rows [top, top + height) x cols [left, left + width)`` to ``value``
+    (a number or one value per channel, in the image's own range); box bounds may be traced.
+
+    The fill of ``torchvision.transforms.functional.erase``. Shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> np.asarray(imgproc.erase(np.ones((3, 3), np.uint8), 1, 1, 2, 1)).tolist()
+        [[1, 1, 1], [1, 0, 1], [1, 0, 1]]
+    """
+    image, layout = check_image(image, layout)
+    mask = _box_mask(image.shape, layout, jnp.asarray(top), jnp.asarray(left), height, width)
+    val = jnp.asarray(value, jnp.float32)
+    cax = channel_axis(layout)
+    if val.ndim == 1 and cax is not None:
+        vshape = [1] * image.ndim
+        vshape[cax] = val.shape[0]
+        val = val.reshape(vshape)
+    x = to_float(jnp.asarray(image))
+    return back(jnp.where(mask, val, x), image.dtype)
+
+
+def _erasing_params(key, shape, *, layout, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3)):
+    check_number("p", p, low=0, high=1)
+    h, w = hw(shape, layout)
+    kp, ka, kr, kt, kl, kv = jax.random.split(key, 6)
+    a, b = draw_box(ka, kr, h, w, scale, ratio)
+    bh = jnp.clip(jnp.round(a), 1, h).astype(jnp.int32)
+    bw = jnp.clip(jnp.round(b), 1, w).astype(jnp.int32)
+    return {
+        "erase": bernoulli(kp, p),
+        "top": jax.random.randint(kt, (), 0, h - bh + 1),
+        "left": jax.random.randint(kl, (), 0, w - bw + 1),
+        "height": bh,
+        "width": bw,
+        "fill_words": field_words(kv),
+    }
+
+
+def _check_fill(value):
+    """A fill given by name must be ``"random"`` (numbers pass: :func:`erase` takes them)."""
+    if isinstance(value, str):
+        check_choice("value", value, ("random",))
+
+
+def _apply_erasing(image, params, *, layout, value=0.0, max_value=None):
+    _check_fill(value)
+    x = jnp.asarray(image)
+    box = params["top"], params["left"], params["height"], params["width"]
+
+    def erased(x):
+        if not isinstance(value, str):
+            return erase(x, *box, value=value, layout=layout)
+        m = resolve_max(max_value, x.dtype)
+        fill = (0.5 + 0.25 * hash_normal(params["fill_words"], x.shape, layout)) * m
+        return back(jnp.where(_box_mask(x.shape, layout, *box), fill, to_float(x)), x.dtype)
+
+    return maybe(params["erase"], erased, x)
+
+
+@callers_type
+def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, max_value=None, layout=None):
+    """``torchvision.transforms.RandomErasing``: with probability ``p`` erase a box of area
+    ``U(scale) * H * W`` and aspect ``exp(U(log ratio))`` at a uniform position, filled with
+    ``value`` (a number, per-channel values, or ``"random"``: normal noise of the image's
+    range, ``N(0.5, 0.25) * max_value``). One draw (a box too large is shrunk to fit).
+    Parameters: ``{"erase", "top", "left", "height", "width", "fill_words"}``."""
+    return run_random_op(_erasing_params, _apply_erasing, key, image, layout=layout, p=p, scale=scale, ratio=ratio,
+                         value=value, max_value=max_value)
+
+
+OPS = (
+    OpInfo("erase", erase),
+    OpInfo("random_erasing", random_erasing, sample=_erasing_params, apply=_apply_erasing,
+           checks={"value": _check_fill}),
+)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

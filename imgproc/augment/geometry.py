@@ -1,0 +1,502 @@
+"""Geometry: flips, quarter turns, crops, resized crops, bilinear sampling, rotation and
+translation, each deterministic op beside its key-first random twin.
+
+A random twin is two pure pieces (see :mod:`imgproc.core.registry`): ``_x_params(key, shape,
+*, layout, ...)`` draws the parameters for one image and ``_apply_x(image, params, *,
+layout, ...)`` calls the deterministic op with them.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import spatial_axes
+from imgproc.core.boundary import source_index
+from imgproc.core.eager import compiled_when_eager
+from imgproc.core.images import check_image
+from imgproc.core.keys import bernoulli, maybe, run_random_op, uniform
+from imgproc.core.registry import OpInfo, register_ops, takes
+from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
+                               is_traced)
+from imgproc.augment.common import back, draw_box, hw, to_float
+from imgproc.augment.resample import linear_taps, resample_axis, tap_count
+from imgproc.augment.targets import matrix_rule, scale_translate
+
+
+
+@callers_type
+def flip_left_right(image, *, layout=None):
+    """Mirror the columns (W axis). Any layout; shape and dtype kept.
+
+    Matches ``np.flip(image, axis=W)`` (``tf.image.flip_left_right``, ``dm_pix.flip_left_right``).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> np.asarray(imgproc.flip_left_right(np.array([[1, 2, 3]], np.uint8))).tolist()
+        [[3, 2, 1]]
+    """
+    image, layout = check_image(image, layout)
+    return jnp.flip(jnp.asarray(image), spatial_axes(layout)[1])
+
+
+@callers_type
+def flip_up_down(image, *, layout=None):
+    """Mirror the rows (H axis). Any layout; shape and dtype kept. Matches ``np.flip(image, axis=H)``."""
+    image, layout = check_image(image, layout)
+    return jnp.flip(jnp.asarray(image), spatial_axes(layout)[0])
+
+
+@callers_type
+def rot90(image, *, k=1, layout=None):
+    """Rotate by ``k`` quarter turns counter-clockwise (``np.rot90(image, k, axes=(H, W))``).
+
+    ``k`` is static (an odd ``k`` swaps H and W). Any layout; dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> np.asarray(imgproc.rot90(np.array([[1, 2], [3, 4]]).astype(np.uint8))).tolist()
+        [[2, 4], [1, 3]]
+    """
+    image, layout = check_image(image, layout)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be an integer number of quarter turns; got {k!r}")
+    return jnp.rot90(jnp.asarray(image), int(k), axes=spatial_axes(layout))
+
+
+def _fitting_size(size, shape, layout):
+    sh, sw = check_size_pair("size", size)
+    h, w = hw(shape, layout)
+    if sh > h or sw > w:
+        raise ValueError(f"crop size {(sh, sw)} is larger than the image {(h, w)}")
+    return sh, sw
+
+
+@callers_type
+def crop(image, top, left, *, size, layout=None):
+    """Cut the ``size = (height, width)`` window whose top-left pixel is ``(top, left)``.
+
+    ``size`` is static; ``top`` and ``left`` may be traced (``lax.dynamic_slice``: a window
+    reaching past the border is moved back inside, as XLA clamps start indices).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(16, dtype=np.uint8).reshape(4, 4)
+        >>> np.asarray(imgproc.crop(x, 1, 2, size=(2, 2))).tolist()
+        [[6, 7], [10, 11]]
+    """
+    image, layout = check_image(image, layout)
+    sh, sw = _fitting_size(size, image.shape, layout)
+    a, b = spatial_axes(layout)
+    x = jax.lax.dynamic_slice_in_dim(jnp.asarray(image), jnp.asarray(top, jnp.int32), sh, axis=a)
+    return jax.lax.dynamic_slice_in_dim(x, jnp.asarray(left, jnp.int32), sw, axis=b)
+
+
+@callers_type
+def resized_crop(image, top, left, height, width, *, size, antialias=True, layout=None):
+    """Crop the box ``(top, left, height, width)`` (pixels, may be fractional and traced) and
+    resize it to the static ``size = (out_height, out_width)`` with linear interpolation.
+
+    The weights of ``jax.image.scale_and_translate(..., method="linear")`` (half-pixel
+    centres, triangle filter widened when shrinking if ``antialias``): the box edges map
+    exactly onto the output edges, as in ``torchvision.transforms.functional.resized_crop``
+    with bilinear antialiased resizing and Pillow's bilinear ``resize(size, box=...)``
+    (tests compare with both definitions). Output dtype equals the input's.
+
+    With a concrete ``height`` and ``width`` each output pixel reads only the input pixels
+    its filter covers (:mod:`imgproc.augment.resample`); a traced box of unknown extent
+    uses ``scale_and_translate``'s dense weight matrices (same weights, more work).
+    """
+    image, layout = check_image(image, layout)
+    size = check_size_pair("size", size)
+    if is_traced(height) or is_traced(width):
+        return _resized_crop_dense(image, top, left, height, width, size, antialias, layout)
+    check_number("height", height, low=0, low_open=True)
+    check_number("width", width, low=0, low_open=True)
+    return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
+                              max_box=(float(height), float(width)))
+
+
+def _resized_crop_dense(image, top, left, height, width, size, antialias, layout):
+    oh, ow = size
+    a, b = spatial_axes(layout)
+    shape = list(image.shape)
+    shape[a], shape[b] = oh, ow
+    sy = oh / jnp.asarray(height, jnp.float32)
+    sx = ow / jnp.asarray(width, jnp.float32)
+    ty = -jnp.asarray(top, jnp.float32) * sy
+    tx = -jnp.asarray(left, jnp.float32) * sx
+    y = jax.image.scale_and_translate(
+        to_float(jnp.asarray(image)), tuple(shape), (a, b), jnp.stack([sy, sx]), jnp.stack([ty, tx]),
+        method="linear", antialias=antialias,
+    )
+    return back(y, image.dtype)
+
+
+def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box):
+    """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
+    ``max_box`` (static): a few gathered taps per output pixel (:mod:`._resample`)."""
+    y = to_float(jnp.asarray(image))
+    for axis, n_out, start, length, bound in zip(spatial_axes(layout), size, (top, left), (height, width), max_box):
+        scale = n_out / jnp.asarray(length, jnp.float32)
+        index, weight = linear_taps(y.shape[axis], n_out, scale, -jnp.asarray(start, jnp.float32) * scale,
+                                    antialias=antialias, taps=tap_count(bound / n_out, antialias))
+        y = resample_axis(y, axis, index, weight)
+    return back(y, image.dtype)
+
+
+@callers_type
+def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
+    """Bilinear sampling of ``image`` at float coordinates ``rows``, ``cols`` (each of the
+    output's (H', W') shape), every channel at once.
+
+    Matches ``scipy.ndimage.map_coordinates(plane, [rows, cols], order=1, mode=m)`` per 2-D
+    plane, with ``m`` = ``mode`` for ``constant`` (a point outside ``[0, n - 1]`` by any
+    amount gets ``cval``; no interpolation beyond the edge), ``grid-constant`` (neighbours
+    outside the image are ``cval``, interpolated with those inside), ``nearest``,
+    ``reflect`` (alias ``grid-mirror``) and ``mirror``, and ``grid-wrap`` for ``wrap`` (both
+    names accepted). Out-of-image neighbours are found with the filters' boundary rule
+    (:func:`imgproc.core.boundary.source_index`).
+    """
+    image, layout = check_image(image, layout)
+    mode = check_sample_mode(mode)
+    a, b = spatial_axes(layout)
+    h, w = hw(image, layout)
+    x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
+    r0f, c0f = jnp.floor(rows), jnp.floor(cols)
+    fr, fc = rows - r0f, cols - c0f
+    r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
+    extra = (1,) * (x.ndim - 2)
+    index_mode = "nearest" if mode in ("constant", "grid-constant") else mode  # masked below
+    fill = jnp.asarray(cval, jnp.float32)
+    out = 0.0
+    for dr, wr in ((0, 1 - fr), (1, fr)):
+        ri = source_index(r0 + dr, h, index_mode, jnp)
+        for dc, wc in ((0, 1 - fc), (1, fc)):
+            ci = source_index(c0 + dc, w, index_mode, jnp)
+            value = x[ri, ci]
+            if mode == "grid-constant":  # a neighbour outside the image is cval
+                outside = (r0 + dr < 0) | (r0 + dr > h - 1) | (c0 + dc < 0) | (c0 + dc > w - 1)
+                value = jnp.where(outside.reshape(outside.shape + extra), fill, value)
+            out = out + (wr * wc).reshape(wr.shape + extra) * value
+    if mode == "constant":
+        inside = (rows >= 0) & (rows <= h - 1) & (cols >= 0) & (cols <= w - 1)
+        out = jnp.where(inside.reshape(inside.shape + extra), out, jnp.asarray(cval, jnp.float32))
+    y = jnp.moveaxis(out, (0, 1), (a, b))
+    return back(y, image.dtype)
+
+
+def _grid(h, w):
+    return jnp.meshgrid(jnp.arange(h, dtype=jnp.float32), jnp.arange(w, dtype=jnp.float32), indexing="ij")
+
+
+def cos_sin_degrees(angle):
+    """cos and sin of ``angle`` degrees, exact at multiples of 90 (float32's cos(pi/2) is
+    -4.4e-8, which would move edge pixels of a quarter turn outside the image)."""
+    a = jnp.asarray(angle, jnp.float32)
+    quarter = jnp.mod(a, 360.0) / 90.0
+    exact = quarter == jnp.round(quarter)
+    q = jnp.mod(jnp.round(quarter).astype(jnp.int32), 4)
+    t = jnp.deg2rad(a)
+    cos = jnp.where(exact, jnp.asarray([1.0, 0.0, -1.0, 0.0])[q], jnp.cos(t))
+    sin = jnp.where(exact, jnp.asarray([0.0, 1.0, 0.0, -1.0])[q], jnp.sin(t))
+    return cos, sin
+
+
+@callers_type
+@compiled_when_eager
+def rotate(image, angle, *, mode="constant", cval=0.0, layout=None):
+    """Rotate by ``angle`` degrees counter-clockwise about the image centre, keeping the shape.
+
+    Matches ``scipy.ndimage.rotate(plane, angle, reshape=False, order=1, mode=mode,
+    cval=cval)`` per 2-D plane (``mode`` as for :func:`sample`). ``angle`` may be traced.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(9, dtype=np.float32).reshape(3, 3)
+        >>> np.asarray(imgproc.rotate(x, 90.0)).tolist() == np.rot90(x).tolist()
+        True
+    """
+    image, layout = check_image(image, layout)
+    check_number("angle", angle)
+    h, w = hw(image, layout)
+    cos, sin = cos_sin_degrees(angle)
+    cy, cx = (h - 1) / 2.0, (w - 1) / 2.0
+    r, c = _grid(h, w)
+    dy, dx = r - cy, c - cx
+    rows = cy + cos * dy + sin * dx
+    cols = cx - sin * dy + cos * dx
+    return sample(image, rows, cols, mode=mode, cval=cval, layout=layout)
+
+
+@callers_type
+def translate(image, dy, dx, *, mode="constant", cval=0.0, layout=None):
+    """Shift the content by ``(dy, dx)`` pixels (down, right; may be fractional and traced).
+
+    Matches ``scipy.ndimage.shift(plane, (dy, dx), order=1, mode=mode, cval=cval)`` per 2-D
+    plane (``mode`` as for :func:`sample`).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> np.asarray(imgproc.translate(np.array([[1, 2, 3]], np.float32), 0, 1)).tolist()
+        [[0.0, 1.0, 2.0]]
+    """
+    image, layout = check_image(image, layout)
+    check_number("dy", dy)
+    check_number("dx", dx)
+    h, w = hw(image, layout)
+    r, c = _grid(h, w)
+    return sample(image, r - jnp.asarray(dy, jnp.float32), c - jnp.asarray(dx, jnp.float32), mode=mode, cval=cval, layout=layout)
+
+
+# --------------------------------------------------------------------------- random twins
+
+
+def _flip_params(key, shape, *, layout, p=0.5):
+    check_number("p", p, low=0, high=1)
+    return {"flip": bernoulli(key, p)}
+
+
+def _apply_flip_left_right(image, params, *, layout):
+    return maybe(params["flip"], lambda x: flip_left_right(x, layout=layout), jnp.asarray(image))
+
+
+def _apply_flip_up_down(image, params, *, layout):
+    return maybe(params["flip"], lambda x: flip_up_down(x, layout=layout), jnp.asarray(image))
+
+
+@callers_type
+def random_flip_left_right(key, image, *, p=0.5, layout=None):
+    """Flip left-right with probability ``p`` (:func:`flip_left_right`). One image, or a batch
+    (image ``i`` drawn with ``fold_in(key, i)``), any layout; shape and dtype kept.
+    Parameters: ``{"flip": bool}``."""
+    return run_random_op(_flip_params, _apply_flip_left_right, key, image, layout=layout, p=p)
+
+
+@callers_type
+def random_flip_up_down(key, image, *, p=0.5, layout=None):
+    """Flip up-down with probability ``p`` (:func:`flip_up_down`). Parameters: ``{"flip": bool}``."""
+    return run_random_op(_flip_params, _apply_flip_up_down, key, image, layout=layout, p=p)
+
+
+def _rot90_params(key, shape, *, layout):
+    h, w = hw(shape, layout)
+    if h != w:
+        raise ValueError(f"random_rot90 needs a square image (H == W); got H={h}, W={w}")
+    return {"k": jax.random.randint(key, (), 0, 4)}
+
+
+def _apply_rot90(image, params, *, layout):
+    x = jnp.asarray(image)
+    a, b = spatial_axes(layout)
+    # rot90 as flips of the transpose: k=1: flip H(transpose); k=2: flip both; k=3: flip W(transpose).
+    # The transpose is taken inside the branches that need it: taken before the switch, it
+    # ran for every image, k = 0 and 2 included.
+    def turn(k):
+        return lambda x: jnp.flip(jnp.swapaxes(x, a, b), a if k == 1 else b)
+
+    return jax.lax.switch(params["k"], [lambda x: x, turn(1), lambda x: jnp.flip(x, (a, b)), turn(3)], x)
+
+
+@callers_type
+def random_rot90(key, image, *, layout=None):
+    """Rotate by ``k`` quarter turns, ``k`` uniform in {0, 1, 2, 3} (:func:`rot90`). The image
+    must be square (a quarter turn of a non-square image changes its shape).
+    Parameters: ``{"k": int}``."""
+    return run_random_op(_rot90_params, _apply_rot90, key, image, layout=layout)
+
+
+def _crop_size(size, shape, layout):
+    h, w = hw(shape, layout)
+    if size is None:
+        size = (max(1, h * 7 // 8), max(1, w * 7 // 8))
+    return _fitting_size(size, shape, layout)
+
+
+def _crop_params(key, shape, *, layout, size=None):
+    sh, sw = _crop_size(size, shape, layout)
+    h, w = hw(shape, layout)
+    kt, kl = jax.random.split(key)
+    return {"top": jax.random.randint(kt, (), 0, h - sh + 1), "left": jax.random.randint(kl, (), 0, w - sw + 1)}
+
+
+def _apply_crop(image, params, *, layout, size=None):
+    return crop(image, params["top"], params["left"], size=_crop_size(size, image.shape, layout), layout=layout)
+
+
+@callers_type
+def random_crop(key, image, *, size=None, layout=None):
+    """Crop a ``size = (height, width)`` window at a uniform random position (every window
+    equally likely); ``size=None`` crops 7/8 of each side (224 of 256). :func:`crop`.
+    Parameters: ``{"top": int, "left": int}``."""
+    return run_random_op(_crop_params, _apply_crop, key, image, layout=layout, size=size)
+
+
+def _resized_crop_params(key, shape, *, layout, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    h, w = hw(shape, layout)
+    ka, kr, kt, kl = jax.random.split(key, 4)
+    bw, bh = draw_box(ka, kr, h, w, scale, ratio)
+    bw, bh = jnp.clip(bw, 1.0, w), jnp.clip(bh, 1.0, h)
+    return {"top": jax.random.uniform(kt) * (h - bh), "left": jax.random.uniform(kl) * (w - bw), "height": bh, "width": bw}
+
+
+def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
+    """The drawn box is inside the image; replayed parameters are held to that too (a box
+    height or width beyond the image's is clipped to it, as the draw clips), which bounds
+    the taps each output pixel reads."""
+    size = hw(image, layout) if size is None else check_size_pair("size", size)
+    h, w = hw(image, layout)
+    height, width = _held_box(params, (h, w))
+    return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
+                              max_box=(h, w))
+
+
+def _held_box(params, in_hw):
+    """A resized crop's ``(height, width)`` held to the image's (at least 1 pixel): what
+    the image and its targets both use."""
+    return (jnp.clip(jnp.asarray(params["height"], jnp.float32), 1.0, in_hw[0]),
+            jnp.clip(jnp.asarray(params["width"], jnp.float32), 1.0, in_hw[1]))
+
+
+@callers_type
+def random_resized_crop(key, image, *, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), antialias=True, layout=None):
+    """Inception-style crop: a box of area ``U(scale) * H * W`` and aspect ``exp(U(log
+    ratio))``, resized to ``size`` (default: the input's size). :func:`resized_crop`.
+
+    The box follows ``torchvision.transforms.RandomResizedCrop`` but with one draw instead of
+    ten tries: a box larger than the image is shrunk to fit (keeping it inside the image).
+    Parameters: ``{"top", "left", "height", "width"}`` (float pixels).
+    """
+    return run_random_op(_resized_crop_params, _apply_resized_crop, key, image, layout=layout, size=size,
+                         scale=scale, ratio=ratio, antialias=antialias)
+
+
+def _rotate_params(key, shape, *, layout, max_degrees=15.0):
+    check_number("max_degrees", max_degrees, low=0)
+    m = jnp.asarray(max_degrees, jnp.float32)
+    return {"angle": uniform(key, -m, m)}
+
+
+def _apply_rotate(image, params, *, layout, mode="constant", cval=0.0):
+    return rotate(image, params["angle"], mode=mode, cval=cval, layout=layout)
+
+
+@callers_type
+def random_rotate(key, image, *, max_degrees=15.0, mode="constant", cval=0.0, layout=None):
+    """Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).
+    Parameters: ``{"angle": degrees}``."""
+    check_sample_mode(mode)
+    return run_random_op(_rotate_params, _apply_rotate, key, image, layout=layout, max_degrees=max_degrees,
+                         mode=mode, cval=cval)
+
+
+def _translate_params(key, shape, *, layout, max_fraction=0.1):
+    h, w = hw(shape, layout)
+    fy, fx = (max_fraction, max_fraction) if np.ndim(max_fraction) == 0 else max_fraction
+    check_number("max_fraction", fy, low=0, high=1)
+    check_number("max_fraction", fx, low=0, high=1)
+    ky, kx = jax.random.split(key)
+    my, mx = jnp.asarray(fy, jnp.float32) * h, jnp.asarray(fx, jnp.float32) * w
+    return {"dy": uniform(ky, -my, my), "dx": uniform(kx, -mx, mx)}
+
+
+def _apply_translate(image, params, *, layout, mode="constant", cval=0.0):
+    return translate(image, params["dy"], params["dx"], mode=mode, cval=cval, layout=layout)
+
+
+@callers_type
+def random_translate(key, image, *, max_fraction=0.1, mode="constant", cval=0.0, layout=None):
+    """Shift by ``(dy, dx)`` uniform in ``±max_fraction * (H, W)`` pixels (:func:`translate`;
+    ``max_fraction`` a number or a pair (rows, cols)). Parameters: ``{"dy", "dx"}``."""
+    check_sample_mode(mode)
+    return run_random_op(_translate_params, _apply_translate, key, image, layout=layout, max_fraction=max_fraction,
+                         mode=mode, cval=cval)
+
+
+# --------------------------------------------------------------------------- targets
+# Each op is one 3x3 matrix in pixel indices (x = col, y = row): how boxes, masks and
+# keypoints follow the image (imgproc.augment.targets).
+
+
+def _flip_lr_matrix(h, w):
+    return jnp.asarray([[-1, 0, w - 1], [0, 1, 0], [0, 0, 1]], jnp.float32)
+
+
+def _flip_ud_matrix(h, w):
+    return jnp.asarray([[1, 0, 0], [0, -1, h - 1], [0, 0, 1]], jnp.float32)
+
+
+def _rot90_matrices(h, w):
+    """np.rot90 by k = 0..3 quarter turns (counter-clockwise) of an (h, w) image."""
+    return jnp.asarray([[[1, 0, 0], [0, 1, 0], [0, 0, 1]], [[0, 1, 0], [-1, 0, w - 1], [0, 0, 1]],
+                        [[-1, 0, w - 1], [0, -1, h - 1], [0, 0, 1]], [[0, -1, h - 1], [1, 0, 0], [0, 0, 1]]],
+                       jnp.float32)
+
+
+def _crop_matrix(top, left, in_hw, out_hw):
+    (h, w), (oh, ow) = in_hw, out_hw  # the window is moved inside, as crop's dynamic_slice does
+    return scale_translate(1.0, 1.0, -jnp.clip(jnp.asarray(left, jnp.float32), 0, w - ow),
+                           -jnp.clip(jnp.asarray(top, jnp.float32), 0, h - oh))
+
+
+def _resized_crop_matrix(top, left, height, width, out_hw):
+    sy, sx = out_hw[0] / jnp.asarray(height, jnp.float32), out_hw[1] / jnp.asarray(width, jnp.float32)
+    return scale_translate(sx, sy, -jnp.asarray(left, jnp.float32) * sx, -jnp.asarray(top, jnp.float32) * sy)
+
+
+def _rotate_matrix(angle, h, w):
+    """Forward matrix of :func:`rotate` (scipy.ndimage.rotate about the centre pixel)."""
+    cos, sin = cos_sin_degrees(angle)
+    cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
+    one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
+    rot = jnp.stack([jnp.stack([cos, sin, zero]), jnp.stack([-sin, cos, zero]), jnp.stack([zero, zero, one])])
+    return scale_translate(1, 1, cx, cy) @ rot @ scale_translate(1, 1, -cx, -cy)  # a shift is the same in both coordinates
+
+
+_RULES = {
+    "flip_left_right": matrix_rule(lambda q, i, o, /, **_: _flip_lr_matrix(*i)),
+    "flip_up_down": matrix_rule(lambda q, i, o, /, **_: _flip_ud_matrix(*i)),
+    "rot90": matrix_rule(lambda q, i, o, /, k=1, **_: _rot90_matrices(*i)[int(k) % 4]),
+    "crop": matrix_rule(lambda q, i, o, /, top, left, **_: _crop_matrix(top, left, i, o)),
+    "resized_crop": matrix_rule(lambda q, i, o, /, top, left, height, width, **_: _resized_crop_matrix(top, left, height,
+                                                                                                   width, o)),
+    "rotate": matrix_rule(lambda q, i, o, /, angle, **_: _rotate_matrix(angle, *i)),
+    "translate": matrix_rule(lambda q, i, o, /, dy, dx, **_: scale_translate(1, 1, dx, dy)),
+    "random_flip_left_right": matrix_rule(
+        lambda q, i, o, /, **_: jnp.where(q["flip"], _flip_lr_matrix(*i), jnp.eye(3, dtype=jnp.float32))),
+    "random_flip_up_down": matrix_rule(
+        lambda q, i, o, /, **_: jnp.where(q["flip"], _flip_ud_matrix(*i), jnp.eye(3, dtype=jnp.float32))),
+    "random_rot90": matrix_rule(lambda q, i, o, /, **_: _rot90_matrices(*i)[q["k"]]),
+    "random_crop": matrix_rule(lambda q, i, o, /, **_: _crop_matrix(q["top"], q["left"], i, o)),
+    "random_resized_crop": matrix_rule(
+        lambda q, i, o, /, **_: _resized_crop_matrix(q["top"], q["left"], *_held_box(q, i), o)),
+    "random_rotate": matrix_rule(lambda q, i, o, /, **_: _rotate_matrix(q["angle"], *i)),
+    "random_translate": matrix_rule(lambda q, i, o, /, **_: scale_translate(1, 1, q["dx"], q["dy"])),
+}
+
+def _op(name, fn, **pieces):
+    """The op's registry entry, with its target rule (every geometry op moves targets) and,
+    for an op with a sampling ``mode``, that mode checked when a stage is built."""
+    checks = {"mode": check_sample_mode} if takes(fn, "mode") else {}
+    return OpInfo(name, fn, targets=_RULES[name], checks=checks, **pieces)
+
+
+OPS = (
+    _op("flip_left_right", flip_left_right),
+    _op("flip_up_down", flip_up_down),
+    _op("rot90", rot90),
+    _op("crop", crop),
+    _op("resized_crop", resized_crop),
+    _op("rotate", rotate),
+    _op("translate", translate),
+    _op("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right),
+    _op("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down),
+    _op("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90),
+    _op("random_crop", random_crop, sample=_crop_params, apply=_apply_crop),
+    _op("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop),
+    _op("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate),
+    _op("random_translate", random_translate, sample=_translate_params, apply=_apply_translate),
+)
+register_ops(OPS)

@@ -1,0 +1,465 @@
+"""Size: resize (five methods), resize of the shorter side, centre crop, pad, letterbox and
+random scale jitter.
+
+Output shapes are static: every size is a Python option, known when the program is traced.
+An op whose output size depends on the input's size (:func:`resize_shorter`,
+:func:`letterbox`'s inner size) computes it from the array's H and W; a batch shares one
+H and W, so every image of a batch gets the same output size. Scale jitter
+(:func:`random_resize`) draws a scale per image but writes it onto a canvas of a fixed
+``size`` (cropping or padding the scaled image), as detection scale jitter does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from imgproc.augment.common import back, hw, to_float
+from imgproc.augment.targets import matrix_rule, scale_translate
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import spatial_axes
+from imgproc.core.boundary import pad_axis
+from imgproc.core.images import check_image
+from imgproc.core.keys import run_random_op, uniform
+from imgproc.core.registry import OpInfo, TargetRule, register_ops
+from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
+
+__all__ = ["RESIZE_METHODS", "center_crop", "letterbox", "pad", "random_resize", "resize", "resize_shorter"]
+
+RESIZE_METHODS = ("linear", "cubic", "nearest", "area", "lanczos3")
+
+
+def _check_method(method):
+    return check_choice("method", method, RESIZE_METHODS)
+
+
+def area_weights(n_in: int, n_out: int) -> np.ndarray:
+    """The (n_out, n_in) matrix of OpenCV's INTER_AREA along one axis: output pixel ``i``
+    covers the source interval ``[i * s, (i + 1) * s)`` (``s = n_in / n_out``) and takes
+    the mean of the source pixels weighted by their overlap with it."""
+    s = n_in / n_out
+    lo = np.arange(n_out)[:, None] * s
+    hi = lo + s
+    j = np.arange(n_in)[None, :]
+    overlap = np.clip(np.minimum(hi, j + 1) - np.maximum(lo, j), 0, None)
+    return (overlap / overlap.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def _resize_area(x, axes, out_hw):
+    for axis, n_out in zip(axes, out_hw):
+        if x.shape[axis] == n_out:
+            continue
+        w = jnp.asarray(area_weights(x.shape[axis], n_out))
+        x = jnp.moveaxis(jnp.tensordot(w, jnp.moveaxis(x, axis, 0), axes=(1, 0), precision="highest"), 0, axis)
+    return x
+
+
+def nearest_index(n_in: int, n_out: int) -> np.ndarray:
+    """The source index of each of ``n_out`` outputs along an axis of ``n_in`` for the
+    ``"nearest"`` resize: ``floor((i + 0.5) * n_in / n_out)`` in integers,
+    ``(2 i + 1) n_in // (2 n_out)``, exact at every tie (``jax.image.resize``, Pillow and
+    OpenCV compute it in floating point and each misses a few ties: 52 -> 90 outputs,
+    Pillow and OpenCV one of 90).
+
+    Example:
+        >>> nearest_index(8, 4).tolist(), nearest_index(3, 7).tolist()
+        ([1, 3, 5, 7], [0, 0, 1, 1, 1, 2, 2])
+    """
+    return (2 * np.arange(n_out, dtype=np.int64) + 1) * n_in // (2 * n_out)
+
+
+def _take_nearest(image, axes, out_hw):
+    """``image`` resized to ``out_hw`` along ``axes`` by :func:`nearest_index` (static)."""
+    for axis, n_out in zip(axes, out_hw):
+        if image.shape[axis] != n_out:
+            image = jnp.take(image, jnp.asarray(nearest_index(image.shape[axis], n_out), jnp.int32), axis=axis)
+    return image
+
+
+def _resize(image, out_hw, layout, method, antialias):
+    """Resize a checked jax array (any layout) to ``out_hw``; dtype kept."""
+    a, b = spatial_axes(layout)
+    if tuple(image.shape[i] for i in (a, b)) == tuple(out_hw):
+        return image
+    if method == "nearest":  # a gather: exact in any dtype
+        return _take_nearest(image, (a, b), out_hw)
+    x = to_float(image)
+    if method == "area":
+        y = _resize_area(x, (a, b), out_hw)
+    else:
+        shape = list(x.shape)
+        shape[a], shape[b] = out_hw
+        y = jax.image.resize(x, tuple(shape), method, antialias=bool(antialias))
+    return back(y, image.dtype)
+
+
+@callers_type
+def resize(image, size, *, method="linear", antialias=True, layout=None):
+    """Resize to ``size = (height, width)`` (an int: a square) with ``method``.
+
+    Any layout (HW, HWC, CHW, NHWC, NCHW); a batch is resized image by image to the same
+    size. Output dtype equals the input's: uint8/uint16 results are rounded and saturated,
+    float stays float (no clipping: cubic and lanczos3 overshoot).
+
+    Methods (pixel centres at half-integers throughout):
+
+    * ``"linear"``, ``"cubic"`` (Keys, a = -0.5), ``"lanczos3"``: ``jax.image.resize``.
+      With ``antialias`` a downscale widens the kernel by the scale factor; this is what
+      Pillow's ``BILINEAR``, ``BICUBIC`` and ``LANCZOS`` always do (measured equal on float
+      planes; uint8 within 1 level, Pillow rounds between its two passes, except where
+      Pillow's first pass overshoots 0..255, which it clips before the second: upscaling
+      sharp detail with ``"cubic"`` or ``"lanczos3"``, up to 17 and 33 levels on noise).
+    * ``"nearest"``: the source pixel holding the output pixel's centre,
+      ``floor((i + 0.5) * in / out)`` in exact integer arithmetic (:func:`nearest_index`;
+      Pillow ``NEAREST`` and OpenCV ``INTER_NEAREST_EXACT`` are the same rule in floating
+      point, which lands on the other pixel at a few exact ties; OpenCV's
+      ``INTER_NEAREST`` uses ``floor(i * in / out)``). Exact in every dtype.
+    * ``"area"``: OpenCV's ``INTER_AREA``: each output pixel is the mean of the source
+      pixels it covers, weighted by their overlap (a plain block mean for integer
+      factors). Equals ``cv2.resize`` when both sides shrink or both grow; when one side
+      shrinks and the other grows OpenCV switches to another rule, this stays the overlap
+      mean on each axis.
+
+    ``size`` must be positive integers: checked before tracing (``ValueError``).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(16, dtype=np.float32).reshape(4, 4)
+        >>> np.asarray(imgproc.resize(x, (2, 2), method="area")).tolist()
+        [[2.5, 4.5], [10.5, 12.5]]
+        >>> imgproc.resize(np.zeros((2, 6, 8, 3), np.uint8), (3, 4)).shape
+        (2, 3, 4, 3)
+    """
+    out_hw = check_size_pair("size", size)
+    method = _check_method(method)
+    image, layout = check_image(image, layout)
+    return _resize(jnp.asarray(image), out_hw, layout, method, antialias)
+
+
+def shorter_side_size(h: int, w: int, size: int, max_size=None) -> tuple[int, int]:
+    """torchvision's ``Resize(size: int, max_size)`` output size for an (h, w) image: the
+    shorter side becomes ``size`` and the longer ``int(size * long / short)``; if that
+    exceeds ``max_size``, the longer side becomes ``max_size`` and the shorter
+    ``int(max_size * short / long)``."""
+    short, long = (w, h) if w <= h else (h, w)
+    new_short, new_long = size, int(size * long / short)
+    if max_size is not None and new_long > max_size:
+        new_short, new_long = int(max_size * new_short / new_long), max_size
+    new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
+    return max(new_h, 1), max(new_w, 1)
+
+
+def _check_shorter(size, max_size):
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"size must be a positive integer (the shorter side's length); got {size!r}")
+    if max_size is not None:
+        if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size <= size:
+            raise ValueError(f"max_size must be None or an integer larger than size={size}; got {max_size!r}")
+    return int(size), None if max_size is None else int(max_size)
+
+
+@callers_type
+def resize_shorter(image, size, *, max_size=None, method="linear", antialias=True, layout=None):
+    """Resize so the shorter side is ``size``, keeping the aspect ratio (torchvision's
+    ``Resize(size: int, max_size=...)`` output-size rule, :func:`shorter_side_size`;
+    pixels by :func:`resize` with ``method``).
+
+    The output size depends on the input's (H, W): it is computed from the array's shape,
+    so a batch (NHWC/NCHW), whose images share H and W, gets one output size. Any layout;
+    dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.resize_shorter(np.zeros((300, 451, 3), np.uint8), 256).shape
+        (256, 384, 3)
+        >>> imgproc.resize_shorter(np.zeros((100, 400), np.float32), 50, max_size=150).shape
+        (37, 150)
+    """
+    size, max_size = _check_shorter(size, max_size)
+    method = _check_method(method)
+    image, layout = check_image(image, layout)
+    h, w = hw(image, layout)
+    return _resize(jnp.asarray(image), shorter_side_size(h, w, size, max_size), layout, method, antialias)
+
+
+def _padding4(padding):
+    """torchvision's padding: an int (all sides), ``(left/right, top/bottom)`` or ``(left,
+    top, right, bottom)``; returns ``(left, top, right, bottom)`` of non-negative ints."""
+    values = [padding] if isinstance(padding, (int, np.integer)) and not isinstance(padding, bool) else padding
+    try:
+        values = list(values)
+        ok = len(values) in (1, 2, 4) and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0
+                                                for v in values)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError("padding must be a non-negative int, a pair (left/right, top/bottom) or four ints "
+                         f"(left, top, right, bottom); got {padding!r}")
+    if len(values) == 1:
+        values = values * 4
+    elif len(values) == 2:
+        values = values * 2
+    return tuple(int(v) for v in values)
+
+
+def _pad(image, ltrb, layout, mode, cval):
+    left, top, right, bottom = ltrb
+    a, b = spatial_axes(layout)
+    if mode == "constant":
+        # the fill in the image's dtype (rounded and saturated for integers, like any result)
+        fill = back(jnp.asarray(cval, jnp.float32), image.dtype)
+        widths = [(0, 0)] * image.ndim
+        widths[a], widths[b] = (top, bottom), (left, right)
+        return jnp.pad(image, widths, constant_values=fill)
+    x = pad_axis(image, top, bottom, a, mode)
+    return pad_axis(x, left, right, b, mode)
+
+
+@callers_type
+def pad(image, padding, *, mode="constant", cval=0.0, layout=None):
+    """Pad the borders: ``padding`` is an int (every side), ``(left/right, top/bottom)`` or
+    ``(left, top, right, bottom)`` (torchvision's ``F.pad`` order), static.
+
+    ``mode`` is one of scipy.ndimage's names (:data:`imgproc.MODES`): ``constant`` (with
+    ``cval``), ``reflect`` (``d c b a | a b c d``; torchvision/NumPy ``symmetric``),
+    ``mirror`` (``d c b | a b c d``; torchvision/NumPy ``reflect``), ``nearest``
+    (torchvision ``edge``) and ``wrap``; a padding wider than the image repeats the rule.
+    Matches ``np.pad`` with the matching NumPy mode. Any layout; dtype kept (an integer
+    image gets ``cval`` rounded and saturated).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> np.asarray(imgproc.pad(np.array([[1, 2, 3]], np.uint8), (2, 0), mode="reflect")).tolist()
+        [[2, 1, 1, 2, 3, 3, 2]]
+    """
+    ltrb = _padding4(padding)
+    mode = check_mode(mode)
+    check_number("cval", cval)
+    image, layout = check_image(image, layout)
+    return _pad(jnp.asarray(image), ltrb, layout, mode, cval)
+
+
+def center_crop_box(h: int, w: int, size) -> tuple[tuple[int, int, int, int], int, int]:
+    """torchvision's ``F.center_crop`` arithmetic for an (h, w) image and crop ``size``:
+    returns ``((left, top, right, bottom) padding, top, left)`` of the crop window in the
+    padded image (``round`` is Python's, half to even, as torchvision's)."""
+    ch, cw = size
+    ltrb = (0, 0, 0, 0)
+    if cw > w or ch > h:
+        ltrb = ((cw - w) // 2 if cw > w else 0, (ch - h) // 2 if ch > h else 0,
+                (cw - w + 1) // 2 if cw > w else 0, (ch - h + 1) // 2 if ch > h else 0)
+        h, w = h + ltrb[1] + ltrb[3], w + ltrb[0] + ltrb[2]
+    return ltrb, int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+
+
+@callers_type
+def center_crop(image, size, *, cval=0.0, layout=None):
+    """Cut the centred ``size = (height, width)`` window (an int: a square), with
+    torchvision's ``F.center_crop`` rounding (top = ``round((H - height) / 2)``, Python's
+    round, half to even); a crop larger than the image pads it first with ``cval``
+    (``(size - H) // 2`` before, the rest after), as torchvision does.
+
+    Any layout; a batch is cropped with one window; dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(16, dtype=np.uint8).reshape(4, 4)
+        >>> np.asarray(imgproc.center_crop(x, 2)).tolist()
+        [[5, 6], [9, 10]]
+        >>> np.asarray(imgproc.center_crop(np.ones((1, 1), np.uint8), (1, 3))).tolist()
+        [[0, 1, 0]]
+    """
+    ch, cw = check_size_pair("size", size)
+    check_number("cval", cval)
+    image, layout = check_image(image, layout)
+    h, w = hw(image, layout)
+    ltrb, top, left = center_crop_box(h, w, (ch, cw))
+    x = _pad(jnp.asarray(image), ltrb, layout, "constant", cval)
+    a, b = spatial_axes(layout)
+    x = jax.lax.slice_in_dim(x, top, top + ch, axis=a)
+    return jax.lax.slice_in_dim(x, left, left + cw, axis=b)
+
+
+def letterbox_box(h: int, w: int, size) -> tuple[int, int, int, int]:
+    """Where :func:`letterbox` puts an (h, w) image on a ``size`` canvas: ``(top, left,
+    height, width)`` of the resized image (scale ``min(H / h, W / w)``, sides rounded,
+    centred with the odd pixel after, as Ultralytics' ``LetterBox(center=True)``)."""
+    oh, ow = size
+    r = min(oh / h, ow / w)
+    nh, nw = min(max(int(round(h * r)), 1), oh), min(max(int(round(w * r)), 1), ow)
+    return (oh - nh) // 2, (ow - nw) // 2, nh, nw
+
+
+@callers_type
+def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=None):
+    """Resize keeping the aspect ratio to fit ``size = (height, width)``, then pad to
+    ``size`` with ``cval``, centred (:func:`letterbox_box`; pixels by :func:`resize`).
+
+    The inner size is computed from the array's (H, W), so a batch shares it. Any layout;
+    dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> y = imgproc.letterbox(np.full((2, 4), 9, np.uint8), (4, 4))
+        >>> np.asarray(y).tolist()
+        [[0, 0, 0, 0], [9, 9, 9, 9], [9, 9, 9, 9], [0, 0, 0, 0]]
+    """
+    oh, ow = check_size_pair("size", size)
+    method = _check_method(method)
+    check_number("cval", cval)
+    image, layout = check_image(image, layout)
+    h, w = hw(image, layout)
+    top, left, nh, nw = letterbox_box(h, w, (oh, ow))
+    x = _resize(jnp.asarray(image), (nh, nw), layout, method, antialias)
+    return _pad(x, (left, top, ow - nw - left, oh - nh - top), layout, "constant", cval)
+
+
+# --------------------------------------------------------------------------- scale jitter
+
+SCALED_METHODS = ("linear", "cubic", "lanczos3", "nearest")
+
+
+def _check_scaled_method(method):
+    return check_choice("method", method, SCALED_METHODS)
+
+
+def scaled_placement(image, scale, top, left, size, *, layout, method="linear", antialias=True, cval=0.0):
+    """Resize ``image`` by ``scale`` (traced; relative to the fit of the image in
+    ``size``, ``min(H' / h, W' / w)``) and place its top-left corner at ``(top, left)``
+    (traced pixels, negative: cropped) on a ``size`` canvas filled with ``cval``. An output
+    pixel whose centre maps outside the source is ``cval``."""
+    oh, ow = size
+    h, w = hw(image, layout)
+    a, b = spatial_axes(layout)
+    s = jnp.asarray(scale, jnp.float32) * min(oh / h, ow / w)
+    top, left = jnp.asarray(top, jnp.float32), jnp.asarray(left, jnp.float32)
+    shape = list(image.shape)
+    shape[a], shape[b] = oh, ow
+    r = (jnp.arange(oh, dtype=jnp.float32) + 0.5 - top) / s  # source coordinates of output centres
+    c = (jnp.arange(ow, dtype=jnp.float32) + 0.5 - left) / s
+    if method == "nearest":
+        ri = jnp.clip(jnp.floor(r).astype(jnp.int32), 0, h - 1)
+        ci = jnp.clip(jnp.floor(c).astype(jnp.int32), 0, w - 1)
+        y = to_float(jnp.take(jnp.take(jnp.asarray(image), ri, axis=a), ci, axis=b))
+    else:
+        y = jax.image.scale_and_translate(to_float(jnp.asarray(image)), tuple(shape), (a, b), jnp.stack([s, s]),
+                                          jnp.stack([top, left]), method=method, antialias=bool(antialias))
+    inside_r = (r >= 0) & (r < h)
+    inside_c = (c >= 0) & (c < w)
+    inside = inside_r[:, None] & inside_c[None, :]
+    bshape = [1] * y.ndim
+    bshape[a], bshape[b] = oh, ow
+    y = jnp.where(inside.reshape(bshape), y, jnp.asarray(cval, jnp.float32))
+    return back(y, image.dtype)
+
+
+def _canvas(size, shape, layout):
+    return hw(shape, layout) if size is None else check_size_pair("size", size)
+
+
+def _resize_params(key, shape, *, layout, size=None, scale=(0.5, 2.0)):
+    oh, ow = _canvas(size, shape, layout)
+    check_range("scale", scale, low=1e-3)
+    h, w = hw(shape, layout)
+    ks, kt, kl = jax.random.split(key, 3)
+    s = uniform(ks, scale[0], scale[1])
+    fit = min(oh / h, ow / w)
+    sh, sw = jnp.round(h * fit * s), jnp.round(w * fit * s)
+    # every placement equally likely: the whole scaled image inside the canvas when it is
+    # smaller, the canvas inside the scaled image when it is larger (per axis)
+    dh, dw = oh - sh, ow - sw
+    return {"scale": s, "top": jnp.sign(dh) * jnp.floor(jax.random.uniform(kt) * (jnp.abs(dh) + 1.0)),
+            "left": jnp.sign(dw) * jnp.floor(jax.random.uniform(kl) * (jnp.abs(dw) + 1.0))}
+
+
+def _apply_resize(image, params, *, layout, size=None, cval=0.0, method="linear", antialias=True):
+    _check_scaled_method(method)
+    image = jnp.asarray(image)
+    return scaled_placement(image, params["scale"], params["top"], params["left"], _canvas(size, image.shape, layout),
+                            layout=layout, method=method, antialias=antialias, cval=cval)
+
+
+@callers_type
+def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="linear", antialias=True, layout=None):
+    """Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by
+    ``s * min(height / H, width / W)`` with ``s`` uniform in ``scale`` (``s = 1`` fits it in
+    ``size``, keeping the aspect ratio), then placed at a uniform random integer position
+    on a ``size`` canvas of ``cval``: padded where it is smaller, cropped where larger (the
+    "large scale jitter" of detection training: resize, then random crop or pad to a fixed
+    size). ``method``: linear, cubic, lanczos3 or nearest.
+
+    Every image of a batch draws its own scale and position; the output shape is ``size``
+    for all. Parameters: ``{"scale", "top", "left"}`` (``top``/``left``: the scaled image's
+    top-left corner on the canvas, pixels, negative when cropped). Any layout; dtype kept.
+
+    Example:
+        >>> import jax, numpy as np, imgproc
+        >>> imgproc.random_resize(0, np.zeros((2, 30, 40, 3), np.uint8), size=(32, 32)).shape
+        (2, 32, 32, 3)
+    """
+    _check_scaled_method(method)
+    if size is not None:
+        check_size_pair("size", size)
+    check_number("cval", cval)
+    return run_random_op(_resize_params, _apply_resize, key, image, layout=layout, size=size, scale=scale, cval=cval,
+                         method=method, antialias=antialias)
+
+
+# --------------------------------------------------------------------------- targets
+# how boxes, masks and keypoints follow each op (imgproc.augment.targets): one matrix each
+
+
+def _pad_matrix(q, i, o, /, padding, **_):
+    left, top, _, _ = _padding4(padding)
+    return scale_translate(1.0, 1.0, left, top)
+
+
+def _center_crop_matrix(q, i, o, /, size, **_):
+    ltrb, top, left = center_crop_box(*i, check_size_pair("size", size))
+    return scale_translate(1.0, 1.0, ltrb[0] - left, ltrb[1] - top)
+
+
+def _random_resize_matrix(q, i, o, /, **_):
+    s = q["scale"] * min(o[0] / i[0], o[1] / i[1])
+    return scale_translate(s, s, q["left"], q["top"])
+
+
+def _nearest_rule(place=None) -> TargetRule:
+    """The rule of an op that resizes the image and puts it at ``place(in_hw, **options)
+    -> (top, left, height, width)`` on the output (default: the whole output): points are
+    scaled and shifted to that box; masks are resized by the image's own ``"nearest"``
+    (:func:`nearest_index`: the same pixels, ties included, whatever the image's method)
+    with zeros around."""
+
+    def box(in_hw, out_hw, options):
+        return (0, 0, *out_hw) if place is None else place(in_hw, **options)
+
+    def matrix(q, in_hw, out_hw, /, **options):
+        top, left, nh, nw = box(in_hw, out_hw, options)
+        return scale_translate(nw / in_hw[1], nh / in_hw[0], left, top)
+
+    def mask(m, params, *, in_hw, out_hw, **options):
+        top, left, nh, nw = box(in_hw, out_hw, options)
+        inner = _take_nearest(m, (0, 1), (nh, nw))
+        return jnp.pad(inner, ((top, out_hw[0] - nh - top), (left, out_hw[1] - nw - left), (0, 0)))
+
+    return TargetRule(matrix_rule(matrix).points, mask)
+
+
+def _letterbox_place(in_hw, *, size, **_):
+    return letterbox_box(*in_hw, check_size_pair("size", size))
+
+
+# the resampling method and the boundary mode, checked when a stage is built
+OPS = (
+    OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method}),
+    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method}),
+    OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
+    OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
+    OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_place),
+           checks={"method": _check_method}),
+    OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
+           targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method}),
+)
+register_ops(OPS)

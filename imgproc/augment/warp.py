@@ -1,0 +1,329 @@
+"""Warps: affine (rotation, scale, shear and translation in one resampling) and
+perspective, each beside its key-first random twin.
+
+Both are one 3×3 matrix ``M`` in pixel-index coordinates (pixel ``(row, col)`` is the
+point ``x = col, y = row``; the image spans ``[-0.5, W - 0.5] × [-0.5, H - 0.5]``): the
+output pixel at ``(x, y)`` takes the source value at ``M⁻¹ (x, y, 1)`` (after the
+projective divide), read with bilinear or nearest interpolation; a source point outside
+the image reads ``cval`` (bilinear: neighbours outside are ``cval`` and interpolated with
+those inside, scipy's ``grid-constant``; torchvision's zero padding with ``cval = 0``).
+:func:`affine_matrix` and :func:`perspective_matrix` give ``M``; the matrix moves points
+(boxes, keypoints) the way the warp moves pixels.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from imgproc.augment.common import hw, sample_nearest, warp_coordinates
+from imgproc.augment.geometry import cos_sin_degrees, sample
+from imgproc.augment.targets import matrix_rule
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import spatial_axes
+from imgproc.core.eager import compiled_when_eager
+from imgproc.core.images import check_image
+from imgproc.core.keys import bernoulli, run_random_op, uniform
+from imgproc.core.registry import OpInfo, register_ops
+from imgproc.core.validate import check_choice, check_number, check_range, is_traced
+
+__all__ = ["INTERPOLATIONS", "affine", "affine_matrix", "perspective", "perspective_matrix", "random_affine",
+           "random_perspective", "warp"]
+
+INTERPOLATIONS = ("bilinear", "nearest")
+
+
+def _translation(tx, ty):
+    one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
+    return jnp.stack([jnp.stack([one, zero, tx]), jnp.stack([zero, one, ty]), jnp.stack([zero, zero, one])])
+
+
+def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), center=None):
+    """The forward 3×3 matrix (pixel-index coordinates) of :func:`affine` on an (h, w)
+    image: torchvision's ``_get_inverse_affine_matrix(center, angle, translate, scale,
+    shear)``, whose inverse ``F.affine`` samples with, moved from torchvision's centred grid
+    to pixel indices. ``center``: ``F.affine``'s ``center`` (x, y) in torchvision's pixel
+    coordinates, where pixel (0, 0) spans [0, 1]; default the image centre. Traced values
+    allowed."""
+    f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
+    # cos/sin exact at multiples of 90 degrees (a quarter turn keeps every pixel)
+    cos_r, sin_r = cos_sin_degrees(angle)
+    cos_rs, sin_rs = cos_sin_degrees(f32(angle) - f32(shear[1]))
+    cos_sy, _ = cos_sin_degrees(shear[1])
+    cos_sx, sin_sx = cos_sin_degrees(shear[0])
+    tan_sx = sin_sx / cos_sx
+    a = cos_rs / cos_sy
+    b = -cos_rs * tan_sx / cos_sy - sin_r
+    c = sin_rs / cos_sy
+    d = -sin_rs * tan_sx / cos_sy + cos_r
+    zero, one = jnp.zeros((), jnp.float32), jnp.ones((), jnp.float32)
+    rss = f32(scale) * jnp.stack([jnp.stack([a, b, zero]), jnp.stack([c, d, zero]), jnp.stack([zero, zero, one / f32(scale)])])
+    # the centre in pixel indices (index i is the pixel centre i + 0.5 of torchvision's coordinates)
+    cx, cy = ((w - 1) / 2.0, (h - 1) / 2.0) if center is None else (center[0] - 0.5, center[1] - 0.5)
+    to_centre = _translation(f32(-cx), f32(-cy))
+    back_and_shift = _translation(f32(cx) + f32(translate[0]), f32(cy) + f32(translate[1]))
+    return back_and_shift @ rss @ to_centre
+
+
+def _check_interpolation(interpolation):
+    return check_choice("interpolation", interpolation, INTERPOLATIONS)
+
+
+def warp(image, matrix, *, layout, interpolation="bilinear", cval=0.0, size=None):
+    """Resample a checked image with the forward 3×3 ``matrix`` (pixel indices, traced):
+    output pixel ``(x, y)`` reads the source at ``matrix⁻¹ (x, y, 1)``. ``size``: the output
+    (H, W), default the input's."""
+    rows, cols = warp_coordinates(matrix, hw(image, layout) if size is None else size)
+    if interpolation == "nearest":
+        return sample_nearest(image, rows, cols, layout, cval)
+    return sample(image, rows, cols, mode="grid-constant", cval=cval, layout=layout)
+
+
+def _shape(value):
+    """The shape of a number, a list/tuple (of possibly traced numbers) or an array."""
+    if isinstance(value, (list, tuple)):
+        return (len(value),)
+    return tuple(getattr(value, "shape", np.shape(value)))
+
+
+def _pair(name, value):
+    if _shape(value) == ():
+        return check_number(name, value), 0.0
+    if _shape(value) != (2,):
+        raise ValueError(f"{name} must be a number or a pair (x, y); got {value!r}")
+    return check_number(f"{name}[0]", value[0]), check_number(f"{name}[1]", value[1])
+
+
+@callers_type
+@compiled_when_eager
+def affine(image, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), interpolation="bilinear",
+           cval=0.0, layout=None):
+    """Rotate, scale, shear and translate in one warp, about the image centre:
+    ``torchvision.transforms.functional.affine(img, angle, translate, scale, shear)``.
+
+    ``angle`` degrees clockwise (torchvision's convention for ``affine``; :func:`rotate`
+    turns counter-clockwise), ``translate = (x, y)`` pixels (right, down), ``scale`` > 0,
+    ``shear = (x, y)`` degrees (a number: x only). All may be traced. ``interpolation``
+    ``"bilinear"`` or ``"nearest"`` (static); outside the source reads ``cval``
+    (see :mod:`imgproc.augment.warp`; with ``cval != 0`` torchvision instead blends its
+    zero-padded result with a warped mask, which differs on the border pixels). Matrix:
+    :func:`affine_matrix`. Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(9, dtype=np.float32).reshape(3, 3)
+        >>> np.asarray(imgproc.affine(x, translate=(1, 0))).tolist()
+        [[0.0, 0.0, 1.0], [0.0, 3.0, 4.0], [0.0, 6.0, 7.0]]
+        >>> bool((np.asarray(imgproc.affine(x, angle=-90.0)) == np.rot90(x)).all())
+        True
+    """
+    interpolation = _check_interpolation(interpolation)
+    check_number("angle", angle)
+    tx, ty = _pair("translate", translate)
+    check_number("scale", scale, low=0, low_open=True)
+    shx, shy = _pair("shear", shear)
+    check_number("cval", cval)
+    image, layout = check_image(image, layout)
+    h, w = hw(image, layout)
+    m = affine_matrix(h, w, angle=angle, translate=(tx, ty), scale=scale, shear=(shx, shy))
+    return warp(jnp.asarray(image), m, layout=layout, interpolation=interpolation, cval=cval)
+
+
+def perspective_matrix(startpoints, endpoints, *, normalise=None):
+    """The 3×3 matrix mapping the four ``startpoints`` onto the four ``endpoints`` (each
+    ``(4, 2)`` of ``(x, y)``; traced allowed): ``cv2.getPerspectiveTransform(start, end)``.
+    Solved in float32 on coordinates divided by ``normalise`` (default: the largest
+    absolute coordinate) to keep the 8×8 system well conditioned."""
+    src = jnp.asarray(startpoints, jnp.float32)
+    dst = jnp.asarray(endpoints, jnp.float32)
+    k = jnp.maximum(jnp.max(jnp.abs(jnp.concatenate([src, dst]))), 1.0) if normalise is None else normalise
+    s, d = src / k, dst / k
+    x, y, u, v = s[:, 0], s[:, 1], d[:, 0], d[:, 1]
+    one, zero = jnp.ones(4), jnp.zeros(4)
+    rows_u = jnp.stack([x, y, one, zero, zero, zero, -u * x, -u * y], axis=1)
+    rows_v = jnp.stack([zero, zero, zero, x, y, one, -v * x, -v * y], axis=1)
+    coef = jnp.linalg.solve(jnp.concatenate([rows_u, rows_v]), jnp.concatenate([u, v]))
+    hn = jnp.append(coef, 1.0).reshape(3, 3)
+    scale = jnp.diag(jnp.stack([k, k, 1.0]))
+    unscale = jnp.diag(jnp.stack([1.0 / k, 1.0 / k, 1.0]))
+    return scale @ hn @ unscale
+
+
+def _check_points(name, points):
+    if is_traced(points):
+        return points
+    arr = np.asarray(points, np.float64)
+    if arr.shape != (4, 2) or not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be four finite (x, y) points, shape (4, 2); got {points!r}")
+    return arr.astype(np.float32)
+
+
+@callers_type
+@compiled_when_eager
+def perspective(image, startpoints, endpoints, *, interpolation="bilinear", cval=0.0, layout=None):
+    """Warp so that the four ``startpoints`` move to the four ``endpoints`` (``(x, y)``
+    pixel indices; may be traced): ``cv2.warpPerspective(image,
+    cv2.getPerspectiveTransform(start, end), (W, H))`` with ``BORDER_CONSTANT``, ``cval``
+    outside (:func:`perspective_matrix`). torchvision's ``F.perspective`` takes the same
+    points but reads them half a pixel off (its grid uses pixel-edge coordinates).
+    ``interpolation`` ``"bilinear"`` or ``"nearest"``. Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        >>> c = [[0, 0], [3, 0], [3, 2], [0, 2]]
+        >>> bool(np.allclose(imgproc.perspective(x, c, c), x))
+        True
+    """
+    interpolation = _check_interpolation(interpolation)
+    start, end = _check_points("startpoints", startpoints), _check_points("endpoints", endpoints)
+    check_number("cval", cval)
+    image, layout = check_image(image, layout)
+    return warp(jnp.asarray(image), perspective_matrix(start, end), layout=layout, interpolation=interpolation, cval=cval)
+
+
+# --------------------------------------------------------------------------- random twins
+
+
+def _range(name, value):
+    """A number ``v`` as ``(-v, v)`` (``v >= 0``), or a pair ``(low, high)``."""
+    if _shape(value) == ():
+        check_number(name, value, low=0)
+        return -value, value
+    return tuple(check_range(name, value))
+
+
+def _shear_ranges(shear):
+    if _shape(shear) == ():
+        return _range("shear", shear), (0.0, 0.0)
+    if _shape(shear) == (2,):
+        return tuple(check_range("shear", shear)), (0.0, 0.0)
+    if _shape(shear) == (4,):
+        return tuple(check_range("shear", shear[:2])), tuple(check_range("shear", shear[2:]))
+    raise ValueError(f"shear must be a number, a pair (x range) or four numbers (x range, y range); got {shear!r}")
+
+
+def _affine_params(key, shape, *, layout, degrees=10.0, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=0.0):
+    h, w = hw(shape, layout)
+    lo, hi = _range("degrees", degrees)
+    fx, fy = check_number("translate[0]", translate[0], low=0, high=1), check_number("translate[1]", translate[1], low=0, high=1)
+    check_range("scale", scale, low=0)
+    (sx_lo, sx_hi), (sy_lo, sy_hi) = _shear_ranges(shear)
+    ka, kx, ky, ks, kh, kv = jax.random.split(key, 6)
+    mx, my = jnp.asarray(fx, jnp.float32) * w, jnp.asarray(fy, jnp.float32) * h
+    return {"angle": uniform(ka, lo, hi), "tx": jnp.round(uniform(kx, -mx, mx)), "ty": jnp.round(uniform(ky, -my, my)),
+            "scale": uniform(ks, scale[0], scale[1]), "shear_x": uniform(kh, sx_lo, sx_hi),
+            "shear_y": uniform(kv, sy_lo, sy_hi)}
+
+
+def _affine_params_matrix(params, shape, layout):
+    h, w = hw(shape, layout)
+    return affine_matrix(h, w, angle=params["angle"], translate=(params["tx"], params["ty"]), scale=params["scale"],
+                         shear=(params["shear_x"], params["shear_y"]))
+
+
+def _apply_affine(image, params, *, layout, interpolation="bilinear", cval=0.0):
+    image = jnp.asarray(image)
+    return warp(image, _affine_params_matrix(params, image.shape, layout), layout=layout,
+                interpolation=_check_interpolation(interpolation), cval=cval)
+
+
+@callers_type
+def random_affine(key, image, *, degrees=10.0, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=0.0,
+                  interpolation="bilinear", cval=0.0, layout=None):
+    """torchvision's ``RandomAffine(degrees, translate, scale, shear)`` draw, applied with
+    :func:`affine`: angle uniform in ``degrees`` (a number ``d``: ``(-d, d)``), translation
+    ``round(U(-fx * W, fx * W))``, ``round(U(-fy * H, fy * H))`` pixels for ``translate =
+    (fx, fy)``, scale uniform in ``scale``, shear ``x`` uniform in ``shear`` (a number
+    ``s``: ``(-s, s)``; four numbers: x range then y range). ``(0, 0)`` / ``(1, 1)`` / ``0``
+    turn a part off. Parameters: ``{"angle", "tx", "ty", "scale", "shear_x", "shear_y"}``.
+    Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.random_affine(0, np.zeros((2, 8, 8, 3), np.uint8), degrees=30).shape
+        (2, 8, 8, 3)
+    """
+    _check_interpolation(interpolation)
+    check_number("cval", cval)
+    if _shape(translate) != (2,):
+        raise ValueError(f"translate must be a pair of fractions (x, y) in [0, 1]; got {translate!r}")
+    return run_random_op(_affine_params, _apply_affine, key, image, layout=layout, degrees=degrees,
+                         translate=translate, scale=scale, shear=shear, interpolation=interpolation, cval=cval)
+
+
+def corners(h, w):
+    """The four corner pixels ``[[0, 0], [W-1, 0], [W-1, H-1], [0, H-1]]`` as ``(x, y)``."""
+    return np.asarray([[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]], np.float32)
+
+
+def _perspective_params(key, shape, *, layout, distortion_scale=0.5, p=0.5):
+    check_number("distortion_scale", distortion_scale, low=0, high=1)
+    check_number("p", p, low=0, high=1)
+    h, w = hw(shape, layout)
+    d = jnp.asarray(distortion_scale, jnp.float32)
+    dx, dy = jnp.floor(d * (w // 2)).astype(jnp.int32), jnp.floor(d * (h // 2)).astype(jnp.int32)
+    kp, *ks = jax.random.split(key, 9)
+    r = lambda k, lo, hi: jax.random.randint(k, (), lo, hi).astype(jnp.float32)  # noqa: E731  [lo, hi)
+    # torchvision's RandomPerspective.get_params: each corner moves inwards by up to
+    # distortion_scale * half the side, integer pixels
+    end = jnp.stack([
+        jnp.stack([r(ks[0], 0, dx + 1), r(ks[1], 0, dy + 1)]),
+        jnp.stack([r(ks[2], w - dx - 1, w), r(ks[3], 0, dy + 1)]),
+        jnp.stack([r(ks[4], w - dx - 1, w), r(ks[5], h - dy - 1, h)]),
+        jnp.stack([r(ks[6], 0, dx + 1), r(ks[7], h - dy - 1, h)]),
+    ])
+    return {"endpoints": jnp.where(bernoulli(kp, p), end, jnp.asarray(corners(h, w)))}
+
+
+def _perspective_params_matrix(params, shape, layout):
+    h, w = hw(shape, layout)
+    return perspective_matrix(corners(h, w), params["endpoints"], normalise=float(max(h, w)))
+
+
+def _apply_perspective(image, params, *, layout, interpolation="bilinear", cval=0.0):
+    image = jnp.asarray(image)
+    return warp(image, _perspective_params_matrix(params, image.shape, layout), layout=layout,
+                interpolation=_check_interpolation(interpolation), cval=cval)
+
+
+@callers_type
+def random_perspective(key, image, *, distortion_scale=0.5, p=0.5, interpolation="bilinear", cval=0.0, layout=None):
+    """With probability ``p``, :func:`perspective` from the image's corners to corners moved
+    inwards by up to ``distortion_scale`` times half the side (integer pixels, torchvision's
+    ``RandomPerspective.get_params``). Parameters: ``{"endpoints": (4, 2)}`` (the corners
+    themselves when not applied). Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.random_perspective(0, np.zeros((2, 8, 8, 3), np.uint8), p=1.0).shape
+        (2, 8, 8, 3)
+    """
+    _check_interpolation(interpolation)
+    check_number("cval", cval)
+    return run_random_op(_perspective_params, _apply_perspective, key, image, layout=layout,
+                         distortion_scale=distortion_scale, p=p, interpolation=interpolation, cval=cval)
+
+
+# how boxes, masks and keypoints follow each warp (imgproc.augment.targets): its matrix
+
+
+def _affine_options_matrix(q, i, o, /, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), **_):
+    return affine_matrix(*i, angle=angle, translate=_pair("translate", translate), scale=scale,
+                         shear=_pair("shear", shear))
+
+
+INTERPOLATION_CHECK = {"interpolation": _check_interpolation}  # checked when a stage is built
+OPS = (
+    OpInfo("affine", affine, targets=matrix_rule(_affine_options_matrix), checks=INTERPOLATION_CHECK),
+    OpInfo("perspective", perspective,
+           targets=matrix_rule(lambda q, i, o, /, startpoints, endpoints, **_: perspective_matrix(startpoints, endpoints)),
+           checks=INTERPOLATION_CHECK),
+    OpInfo("random_affine", random_affine, sample=_affine_params, apply=_apply_affine,
+           targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW")), checks=INTERPOLATION_CHECK),
+    OpInfo("random_perspective", random_perspective, sample=_perspective_params, apply=_apply_perspective,
+           targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW")),
+           checks=INTERPOLATION_CHECK),
+)
+register_ops(OPS)

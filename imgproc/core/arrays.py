@@ -1,0 +1,125 @@
+"""Layouts and dtypes: the one place images are reshaped and cast.
+
+Every filter works internally on a 4-D ``(B, H, W, C)`` float32 array obtained by
+*reshaping only* (no transpose):
+
+===========  ======================  =============================
+layout       caller's shape          internal (B, H, W, C)
+===========  ======================  =============================
+``HW``       (H, W)                  (1, H, W, 1)
+``HWC``      (H, W, C)               (1, H, W, C)
+``NHWC``     (N, H, W, C)            (N, H, W, C)
+``CHW``      (C, H, W)               (C, H, W, 1)  (channels as planes)
+``NCHW``     (N, C, H, W)            (N*C, H, W, 1)
+===========  ======================  =============================
+
+``layout=None`` infers ``HW``, ``HWC`` or ``NHWC`` from ``ndim`` (2, 3, 4); channel-first
+layouts must be named.
+
+dtypes: uint8, uint16, float16, bfloat16 and float32 are accepted; arithmetic is float32;
+the output has the input's dtype. Integer output is rounded to nearest and saturated to
+the dtype's range once, at the end (no clipping between stages for floats).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+
+from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout
+
+__all__ = [
+    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "resolve_max",
+    "spatial_axes", "to_bhwc", "to_compute", "to_nhwc", "to_output",
+]
+
+
+def to_bhwc(x, layout: str):
+    """Reshape ``x`` (in ``layout``) to the internal (B, H, W, C); no data movement."""
+    s = x.shape
+    if layout == "HW":
+        return x.reshape(1, s[0], s[1], 1)
+    if layout == "HWC":
+        return x.reshape(1, *s)
+    if layout == "CHW":
+        return x.reshape(s[0], s[1], s[2], 1)
+    if layout == "NCHW":
+        return x.reshape(s[0] * s[1], s[2], s[3], 1)
+    return x
+
+
+def from_bhwc(y, shape):
+    """Inverse of :func:`to_bhwc` for an image of the original ``shape``."""
+    return y.reshape(shape)
+
+
+def spatial_axes(layout: str) -> tuple[int, int]:
+    """Axes of (H, W) in an array of ``layout``."""
+    return {"HW": (0, 1), "HWC": (0, 1), "CHW": (1, 2), "NHWC": (1, 2), "NCHW": (2, 3)}[layout]
+
+
+def channel_axis(layout: str):
+    """Axis of C in ``layout`` (None for HW)."""
+    return {"HW": None, "HWC": 2, "CHW": 0, "NHWC": 3, "NCHW": 1}[layout]
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """float32 for every supported input dtype (float64 stays float64 when x64 is on)."""
+    return jnp.promote_types(dtype, jnp.float32) if jnp.dtype(dtype) == jnp.float64 else jnp.dtype(jnp.float32)
+
+
+def to_compute(x):
+    return x.astype(compute_dtype(x.dtype))
+
+
+def to_output(y, dtype):
+    """Cast float ``y`` to ``dtype``: integers rounded to nearest and saturated, once."""
+    dt = jnp.dtype(dtype)
+    if jnp.issubdtype(dt, jnp.integer):
+        info = jnp.iinfo(dt)
+        return jnp.clip(jnp.round(y), info.min, info.max).astype(dt)
+    return y.astype(dt)
+
+
+def dtype_max(dtype) -> float:
+    """White for ``dtype``: ``iinfo.max`` for integers, 1.0 for floats."""
+    dt = jnp.dtype(dtype)
+    return float(jnp.iinfo(dt).max) if jnp.issubdtype(dt, jnp.integer) else 1.0
+
+
+def resolve_max(max_value, dtype):
+    """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
+    return dtype_max(dtype) if max_value is None else max_value
+
+
+def to_nhwc(x, layout):
+    """(N, H, W, C) view of ``x``: channels kept together (transposes channel-first)."""
+    if layout == "HW":
+        return x[None, :, :, None]
+    if layout == "HWC":
+        return x[None]
+    if layout == "CHW":
+        return jnp.moveaxis(x, 0, -1)[None]
+    if layout == "NCHW":
+        return jnp.moveaxis(x, 1, -1)
+    return x
+
+
+def from_nhwc(y, layout, shape):
+    """Inverse of :func:`to_nhwc` for a result of the original ``shape``."""
+    if layout == "CHW":
+        return jnp.moveaxis(y[0], -1, 0)
+    if layout == "NCHW":
+        return jnp.moveaxis(y, -1, 1)
+    return y.reshape(shape)
+
+
+def materialized(table):
+    """``table`` (float32, any shape; small: a lookup table, resampling weights) passed
+    through a matrix product with the identity, which is exact: XLA then computes it once,
+    as an array. Left to fusion, XLA:CPU recomputes a table's whole expression for every
+    element that reads it (per pixel), several times slower where measured (histogram
+    equalisation, resampling taps: benchmarks/NOTES.md, "ImageNet training recipe")."""
+    rows = table.reshape(-1, table.shape[-1])
+    eye = jnp.eye(table.shape[-1], dtype=jnp.float32)
+    return jnp.dot(rows.astype(jnp.float32), eye, precision="highest").reshape(table.shape)

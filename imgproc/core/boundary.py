@@ -1,0 +1,138 @@
+"""Boundary handling with scipy.ndimage's mode names.
+
+scipy.ndimage names (and what ``jnp.pad`` calls them):
+
+========== ============================== ==================
+mode       extension of ``a b c d``        ``jnp.pad`` name
+========== ============================== ==================
+reflect    ``d c b a | a b c d | d c b a`` ``"symmetric"``
+mirror     ``d c b | a b c d | c b a``     ``"reflect"``
+nearest    ``a a a | a b c d | d d d``     ``"edge"``
+wrap       ``b c d | a b c d | a b c``     ``"wrap"``
+constant   ``k k k | a b c d | k k k``     ``"constant"``
+========== ============================== ==================
+
+Instead of ``jnp.pad`` (whose reflecting modes cost more than a filter on CPU), the
+border is described by a static integer index map built with NumPy at trace time, so
+any radius works, also one larger than the image (scipy reflects repeatedly).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import jax.numpy as jnp
+from jax import lax
+
+from imgproc.core.validate import MODES, check_mode
+
+__all__ = ["MODES", "check_mode", "extended_band", "index_map", "pad_2d", "pad_axis", "pad_bhwc", "padded_planes",
+           "source_index"]
+
+def source_index(i, n, mode: str, xp=np):
+    """scipy.ndimage's source index for position ``i`` (any integers, also outside
+    ``[0, n)``) of an axis of length ``n``; ``-1`` outside for ``"constant"``.
+
+    ``xp`` is ``numpy`` for static index maps or ``jax.numpy`` when ``n`` is traced (the
+    size buckets of :class:`imgproc.Pipeline`). ``n == 1`` maps everything to 0 for the
+    reflecting modes.
+    """
+    if mode == "constant":
+        return xp.where((i >= 0) & (i < n), i, -1)
+    if mode == "nearest":
+        return xp.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return xp.mod(i, n)
+    if mode == "reflect":
+        period = 2 * n
+        j = xp.mod(i, period)
+        return xp.where(j < n, j, period - 1 - j)
+    period = xp.maximum(2 * n - 2, 1)  # mirror
+    j = xp.mod(i, period)
+    return xp.where(n == 1, 0, xp.where(j < n, j, period - j))
+
+
+def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """Source index for each position of an axis of length ``n`` extended by
+    ``before``/``after`` elements, following scipy.ndimage's ``mode``.
+
+    Returns an int array of length ``before + n + after``. For ``"constant"`` the
+    positions outside ``[0, n)`` hold ``-1`` (the caller fills them with ``cval``).
+    """
+    mode = check_mode(mode)
+    return np.asarray(source_index(np.arange(-before, n + after), n, mode))
+
+
+def extended_band(x, start: int, stop: int, axis: int, mode: str):
+    """Positions ``start <= i < stop`` of ``x`` extended along ``axis`` with ``mode``
+    (static ints, also outside ``[0, n)``; ``"constant"`` fills 0): a gather of just those
+    positions, for a border strip that needs no padded copy of the whole array."""
+    mode = check_mode(mode)
+    idx = source_index(np.arange(start, stop), x.shape[axis], mode)
+    band = jnp.take(x, jnp.asarray(np.maximum(idx, 0)), axis=axis)
+    if mode != "constant" or (idx >= 0).all():
+        return band
+    inside = np.expand_dims(idx >= 0, tuple(a for a in range(x.ndim) if a != axis % x.ndim))
+    return jnp.where(inside, band, jnp.zeros((), x.dtype))
+
+
+def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
+    """Extend ``x`` along ``axis`` by ``before``/``after`` elements with scipy's
+    ``mode``. Works for any radius, also one larger than the axis."""
+    if before == 0 and after == 0:
+        return x
+    mode = check_mode(mode)  # a grid-* alias compares as its canonical name below
+    n = x.shape[axis]
+    idx = index_map(n, before, after, mode)
+    if mode != "constant":
+        return jnp.take(x, jnp.asarray(idx), axis=axis)
+    shape_b = list(x.shape)
+    shape_b[axis] = before
+    shape_a = list(x.shape)
+    shape_a[axis] = after
+    fill = jnp.asarray(cval, x.dtype)
+    return jnp.concatenate(
+        [jnp.full(shape_b, fill, x.dtype), x, jnp.full(shape_a, fill, x.dtype)], axis=axis
+    )
+
+
+def pad_axis_strips(x, r: int, axis: int, mode: str, cval=0.0):
+    """:func:`pad_axis` by ``r`` on both sides that gathers only the two border strips and
+    joins them to ``x`` (a gather of the whole extended array costs 10x more on CPU)."""
+    if r == 0:
+        return x
+    mode = check_mode(mode)
+    if mode == "constant":
+        return pad_axis(x, r, r, axis, mode, cval)
+    n = x.shape[axis]
+    idx = index_map(n, r, r, mode)
+    before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
+    after = jnp.take(x, jnp.asarray(idx[r + n:]), axis=axis)
+    return jnp.concatenate([before, x, after], axis=axis)
+
+
+def padded_planes(x, r, mode: str, dtype=jnp.float32, cval=0.0):
+    """The channel planes ``(N, C, H + 2ry, W + 2rx)`` of the ``(N, H, W, C)`` image ``x``,
+    extended by ``r`` (an int, or ``(ry, rx)``) on both sides of H and W with ``mode``
+    (``"constant"`` fills ``cval``) and cast to ``dtype``.
+
+    The extension is made in NHWC, in ``x``'s own dtype, before the transpose: there its
+    joins run along outer axes, which XLA's loops write at copy speed, whereas joining
+    planes along their innermost axis (W) is a concatenate XLA does not fuse: it took
+    half of a bilateral's time (benchmarks/NOTES.md, "Bilateral"). W first: XLA then fuses
+    its join into H's, one loop instead of two."""
+    ry, rx = (r, r) if isinstance(r, int) else r
+    extended = pad_axis_strips(pad_axis_strips(x, rx, 2, mode, cval), ry, 1, mode, cval)
+    planes = jnp.moveaxis(extended, 3, 1).astype(dtype)
+    return lax.optimization_barrier(planes)  # materialised once, then read by every offset
+
+
+def pad_bhwc(x, ry: int, rx: int, mode: str, cval=0.0):
+    """Extend the H and W axes of a ``(B, H, W, C)`` array by ``ry`` and ``rx`` on both sides."""
+    return pad_axis(pad_axis(x, ry, ry, 1, mode, cval), rx, rx, 2, mode, cval)
+
+
+def pad_2d(x, radii, mode: str, cval=0.0):
+    """Extend the last two axes of ``x`` by ``radii = ((top, bottom), (left, right))``."""
+    (t, b), (l, r) = radii
+    x = pad_axis(x, t, b, x.ndim - 2, mode, cval)
+    return pad_axis(x, l, r, x.ndim - 1, mode, cval)

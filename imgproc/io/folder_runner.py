@@ -1,0 +1,386 @@
+"""Run a pipeline over a list of :class:`~imgproc.io.folder_plan.Job`: three stages in a row.
+
+* :class:`DecodeStage` reads input files in a thread pool, a bounded window ahead;
+* :class:`BatchStage` groups decoded images of one shape and dtype into batches and runs
+  the pipeline on each (an alpha channel is split off first and carried over);
+* :class:`WriteStage` saves results atomically in a thread pool.
+
+:func:`run_jobs` drives them, so decoding, computing and encoding overlap, and turns each
+failure into one report line (:mod:`imgproc.cli._report`); it returns the exit code. A
+single file is a run of one job with ``fail_fast``: its exit code is that file's.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures as cf
+import dataclasses
+import os
+import traceback
+
+import numpy as np
+
+from imgproc.errors import ImgprocError, OutputError, WriteError
+from imgproc.io.codec import same_file, save_image, temp_files_for
+from imgproc.io.folder_plan import Job
+from imgproc.io.interrupts import INTERRUPTS
+from imgproc.io.loader import read_image
+from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
+from imgproc.io.run_options import RunOptions
+
+
+@dataclasses.dataclass
+class Decoded:
+    """An input read from disk: colour (H, W, C), alpha (H, W, 1) or None, whether the
+    file was 2-D, its metadata and the decoder's warnings."""
+
+    job: Job
+    colour: np.ndarray
+    alpha: np.ndarray | None
+    flat: bool
+    info: object
+    warnings: list
+
+
+@dataclasses.dataclass
+class Result:
+    """One job's output image, or the reason it has none, and what was odd but not fatal
+    (one line each)."""
+
+    job: Job
+    image: np.ndarray | None = None
+    info: object = None
+    error: BaseException | None = None
+    warnings: list = dataclasses.field(default_factory=list)
+
+
+ALPHA_DROPPED = "alpha channel dropped (the spec changes the image size)"
+
+
+def split_alpha(arr):
+    """(colour as (H, W, C), alpha or None, was 2-D). Filters apply to colour; alpha is
+    carried over unchanged."""
+    if arr.ndim == 2:
+        return arr[:, :, None], None, True
+    if arr.shape[2] in (2, 4):
+        return arr[:, :, :-1], arr[:, :, -1:], False
+    return arr, None, False
+
+
+def join_alpha(colour, alpha, flat):
+    if alpha is not None:
+        return np.concatenate([colour, alpha.astype(colour.dtype)], axis=2)
+    return colour[:, :, 0] if flat else colour
+
+
+class DecodeStage:
+    """Reads the jobs' inputs in ``workers`` threads, at most ``window`` ahead of the
+    consumer (bounded memory). Iterating yields ``(job, Decoded or exception)`` in job
+    order."""
+
+    def __init__(self, jobs, opts: RunOptions, *, workers: int, window: int):
+        self.opts, self.window = opts, window
+        self.jobs = iter(jobs)
+        self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-decode")
+        self.pending: collections.deque = collections.deque()
+
+    def _decode(self, job: Job) -> Decoded:
+        notes = []
+        arr, info = read_image(job.src, max_pixels=self.opts.max_pixels, allow_truncated=self.opts.allow_truncated,
+                               warn=lambda path, message: notes.append(message))
+        return Decoded(job, *split_alpha(arr), info, notes)
+
+    def _submit_next(self) -> bool:
+        job = next(self.jobs, None)
+        if job is None:
+            return False
+        self.pending.append((job, self.pool.submit(self._decode, job)))
+        return True
+
+    def __iter__(self):
+        while len(self.pending) < self.window and self._submit_next():
+            pass
+        while self.pending:
+            job, fut = self.pending.popleft()
+            self._submit_next()
+            error = fut.exception()
+            yield job, (error if error is not None else fut.result())
+
+    def close(self):
+        for _, fut in self.pending:
+            fut.cancel()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class BatchStage:
+    """Collects decoded images in groups of one shape and dtype and runs ``pipeline`` on
+    a group when it has ``batch_size`` images, or, to bound memory, on the oldest group
+    when more than ``2 * batch_size`` images wait. ``key``: image ``i`` of a random
+    pipeline gets ``fold_in(key, job.index)``. ``pad``: a partial group is padded with
+    copies of its last image to the next power of two (at most ``batch_size``), so the
+    few batch sizes a long run meets are compiled once each (``imgproc.ray``'s actors);
+    the copies' outputs are dropped."""
+
+    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False):
+        self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
+        self.groups: dict = collections.OrderedDict()
+        self.waiting = 0
+        self._cache_on = False
+
+    def add(self, decoded: Decoded) -> list[Result]:
+        group = (decoded.colour.shape, decoded.colour.dtype.str)
+        self.groups.setdefault(group, []).append(decoded)
+        self.waiting += 1
+        if len(self.groups[group]) >= self.batch_size:
+            return self._run(group)
+        if self.waiting > 2 * self.batch_size:
+            return self._run(next(iter(self.groups)))
+        return []
+
+    def flush(self) -> list[Result]:
+        results = []
+        while self.groups:
+            results += self._run(next(iter(self.groups)))
+        return results
+
+    def _run(self, group) -> list[Result]:
+        items = self.groups.pop(group)
+        self.waiting -= len(items)
+        if not self._cache_on:
+            from imgproc.core.program_cache import enable_compilation_cache
+
+            enable_compilation_cache()
+            self._cache_on = True
+        n = len(items)
+        if self.pad and n < self.batch_size:
+            n = min(self.batch_size, 1 << (n - 1).bit_length())
+        stack = _stacked([d.colour for d in items], n)
+        describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
+        if describe is not None:
+            describe(stack[:len(items)], [str(d.job.src) for d in items])
+        indices = np.asarray([d.job.index for d in items])
+        indices = np.concatenate([indices, np.repeat(indices[-1:], n - len(items))])
+        try:
+            if self.key is not None:
+                out = self.pipeline(stack, key=self.key, indices=indices)
+            else:
+                out = self.pipeline(stack)
+            out = np.asarray(out)
+        except (ValueError, TypeError) as e:  # an image the pipeline cannot take, or a bad option
+            error = ValueError(f"cannot process ({e})")
+            error.__cause__ = e
+            return [Result(d.job, error=error) for d in items]
+        return [_result(d, out[i]) for i, d in enumerate(items)]
+
+
+def _result(decoded: Decoded, image) -> Result:
+    """The :class:`Result` of ``decoded``'s job: ``image`` with the input's alpha carried
+    over, or without it, and a warning, when the pipeline changed the image's size (a
+    resize or a crop: the alpha no longer fits)."""
+    alpha = decoded.alpha
+    if alpha is not None and image.shape[:2] != alpha.shape[:2]:
+        return Result(decoded.job, join_alpha(image, None, decoded.flat), decoded.info, warnings=[ALPHA_DROPPED])
+    return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info)
+
+
+def _stacked(images, n: int) -> np.ndarray:
+    """``images`` (one shape and dtype) stacked into a batch of ``n >= len(images)``, the
+    last image repeated to fill it, in 64-byte aligned host memory kept from batch to
+    batch (:func:`imgproc.cpu.output_buffers.host_buffer`): the pipeline's program reads it
+    in place, and its data always starts at the same alignment, so one compiled program
+    (and one entry of the persistent cache) serves every batch of that shape, where a
+    fresh array's alignment varies from run to run."""
+    from imgproc.cpu import host_buffer
+
+    stack = host_buffer((n,) + images[0].shape, images[0].dtype)
+    for i in range(n):
+        stack[i] = images[min(i, len(images) - 1)]
+    return stack
+
+
+def write_result(result: Result, opts: RunOptions):
+    """Save one result atomically to its job's output (the writer of every engine):
+    stale temporary files of a killed run removed, folders created, metadata kept
+    unless ``--strip``."""
+    job = result.job
+    for stale in temp_files_for(job.dst):  # left by a run killed with SIGKILL
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    try:
+        job.dst.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(job.dst.parent, f"cannot create folder ({e.strerror or e})") from None
+    exif = None if opts.strip else result.info.exif
+    icc = None if opts.strip else result.info.icc_profile
+    save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+               exif=exif, icc_profile=icc)
+
+
+def failure(job: Job, error: BaseException) -> tuple:
+    """``(path, reason, exit code)`` of a job's failure: the output's path for output and
+    write errors, else the input's; an :class:`ImgprocError`'s reason and code, a
+    ``ValueError`` as 65, anything else an internal error (70)."""
+    path = job.dst if isinstance(error, (OutputError, WriteError)) else job.src
+    if isinstance(error, ImgprocError):
+        return path, error.reason, error.exit_code
+    if isinstance(error, ValueError):
+        return path, str(error), 65
+    return path, f"internal error: {type(error).__name__}: {error}", 70
+
+
+class WriteStage:
+    """Saves results atomically in ``workers`` threads. :meth:`finished` hands back
+    ``(job, exception or None)`` for each write that completed."""
+
+    def __init__(self, opts: RunOptions, *, workers: int):
+        self.opts = opts
+        self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-encode")
+        self.writes: dict = {}  # future -> job
+
+    def _write(self, result: Result):
+        write_result(result, self.opts)
+
+    def submit(self, result: Result):
+        self.writes[self.pool.submit(self._write, result)] = result.job
+
+    def finished(self, *, wait: bool = False) -> list[tuple[Job, BaseException | None]]:
+        if not self.writes:
+            return []
+        done, _ = cf.wait(self.writes, timeout=None if wait else 0,
+                          return_when=cf.ALL_COMPLETED if wait else cf.FIRST_COMPLETED)
+        return [(self.writes.pop(fut), fut.exception()) for fut in done]
+
+    def close(self) -> int:
+        """Let writes in flight finish (each is atomic: a complete file or nothing), cancel
+        queued ones; the number that completed meanwhile (for a partial summary)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        return sum(1 for fut in self.writes if fut.done() and not fut.cancelled() and fut.exception() is None)
+
+
+class _Stop(Exception):
+    def __init__(self, code, reason):
+        self.code, self.reason = code, reason
+
+
+class _Failures:
+    """Reports each failed job; raises :class:`_Stop` where the run must end (a write
+    error, or any failure with ``fail_fast``). With ``raise_unexpected``, an error that is
+    not an :class:`ImgprocError` is raised as it came (for the command's error handler)."""
+
+    def __init__(self, report, opts: RunOptions, raise_unexpected: bool):
+        self.report, self.opts, self.raise_unexpected = report, opts, raise_unexpected
+
+    def __call__(self, job: Job, error: BaseException):
+        if self.raise_unexpected and not isinstance(error, ImgprocError):
+            raise error.__cause__ or error
+        path, reason, code = failure(job, error)
+        if self.opts.debug and not isinstance(error, (ImgprocError, ValueError)):
+            with NATIVE_STDERR_LOCK:
+                traceback.print_exception(error)
+        self.report.error(path, reason, code)
+        if isinstance(error, WriteError):
+            raise _Stop(74, f"stopped at an I/O error while writing ({error.reason})")
+        if self.opts.fail_fast:
+            raise _Stop(code, "stopped at the first failure (--fail-fast)")
+
+
+def jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
+    """The jobs left once collisions and outputs that are the input are refused and
+    existing outputs are skipped (without ``overwrite``)."""
+    todo = []
+    for job in jobs:
+        if job.collides_with is not None:
+            hint = (f"rename one or drop --format (it gives both {opts.out_format})"
+                    if opts.out_format is not None and job.src.suffix.lower() != job.collides_with.suffix.lower()
+                    else "rename one")
+            report.error(job.src, f"its output {job.dst} is also the output of {job.collides_with}; {hint}",
+                         OutputError.exit_code)
+        elif same_file(job.src, job.dst):
+            report.error(job.dst, "is the input file itself; choose another output", OutputError.exit_code)
+        elif job.dst.exists() and not opts.overwrite:
+            report.ok(skipped=True, path=job.src)
+        else:
+            todo.append(job)
+    return todo
+
+
+class _Run:
+    """One run: decoded images go to the batch stage, its results to the write stage,
+    finished writes and every failure to the report."""
+
+    def __init__(self, pipeline, jobs, opts: RunOptions, report, key, raise_unexpected, stop_point):
+        self.stop_point = stop_point
+        workers = opts.workers or min(8, (os.cpu_count() or 2) + 2)
+        self.report, self.fail = report, _Failures(report, opts, raise_unexpected)
+        self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size))
+        self.batch = BatchStage(pipeline, batch_size=opts.batch_size, key=key)
+        self.write = WriteStage(opts, workers=workers)
+
+    def run(self):
+        for job, decoded in self.decode:
+            self.stop_point()
+            if isinstance(decoded, BaseException):
+                self.fail(job, decoded)
+            else:
+                for message in decoded.warnings:
+                    self.report.warning(job.src, message)
+                self._send(self.batch.add(decoded))
+            self.stop_point()
+            self._collect()
+        self._send(self.batch.flush())
+        self.stop_point()
+        self._collect(wait=True)
+        self.stop_point()
+
+    def _send(self, results: list[Result]):
+        # a safe point between a batch's compute and its writes: a signal that came while the
+        # batch computed (BM3D on a photo: seconds) ends the run before its outputs are written
+        if results:
+            self.stop_point()
+        for result in results:
+            if result.error is not None:
+                self.fail(result.job, result.error)
+            else:
+                for message in result.warnings:
+                    self.report.warning(result.job.src, message)
+                self.write.submit(result)
+
+    def _collect(self, wait=False):
+        for job, error in self.write.finished(wait=wait):
+            if error is None:
+                self.report.ok()
+            else:
+                self.fail(job, error)
+
+    def close(self):
+        self.decode.close()
+        for _ in range(self.write.close()):
+            self.report.ok()
+
+
+def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, raise_unexpected=False) -> int:
+    """Run ``pipeline`` over ``jobs``, reporting to ``report``; the exit code: 0 all done,
+    1 some failed, 74 disk full, 130 interrupted (Ctrl-C or SIGTERM), or the failing
+    file's code with ``fail_fast``. ``raise_unexpected``: let errors other than
+    :class:`ImgprocError` (a bad option the pipeline rejects, an internal error) out, as
+    a single-file run does, instead of reporting them against the file."""
+    run = _Run(pipeline, jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
+    interrupted, stopped, code = False, None, None
+    try:
+        with INTERRUPTS:
+            INTERRUPTS.stop_point()  # a signal that came while the pipeline was being built
+            run.run()
+    except KeyboardInterrupt:
+        interrupted = True
+    except _Stop as s:
+        stopped, code = s.reason, s.code
+    finally:
+        run.close()
+    report.summary(interrupted=interrupted, stopped=stopped)
+    if interrupted:
+        return 130
+    if code is not None:
+        return code
+    return 1 if report.failed else 0

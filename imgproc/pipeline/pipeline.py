@@ -1,0 +1,384 @@
+"""Pipelines: stages chained into one compiled XLA program.
+
+A stage is a registered public op and its keyword options (:mod:`imgproc.core.registry`). The
+JSON spec of a pipeline is a list of ``{"op": NAME, ...options}`` where NAME is the
+public function's name::
+
+    [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "sharpen"}]
+
+Semantics (documented in the README):
+
+* The whole chain runs in float32; the result is cast to the input dtype once, at the end
+  (integers rounded and saturated), never between stages. A pipeline with a stage of
+  fixed output dtype (``normalize``, ``to_float``: float32) returns that dtype instead. The pipeline passes each stage
+  the value range of the input dtype (``max_value``) and its lowering hints explicitly.
+* Deterministic stages run on the whole batch at once. A random stage draws its
+  parameters for image ``i`` from ``stage_key(key, indices[i], s)`` =
+  ``fold_in(fold_in(key, indices[i]), s)`` (``indices`` defaults to ``arange(B)``) and
+  applies them; a sample's result depends only on (key, its index). The drawn parameters
+  can be returned (``return_params=True``) and replayed (:meth:`Pipeline.apply`).
+* One compiled program per input shape, dtype and layout (``jax.jit``'s cache); a second
+  call with the same shape does not recompile (``pipe.trace_count`` counts traces).
+
+How a call is carried out (chunks, size buckets, one slice per core) is
+:mod:`imgproc.pipeline.execution`; how random stages run over a batch, :mod:`imgproc.pipeline.random_runs`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+
+from imgproc.pipeline import execution
+
+from imgproc.augment.targets import check_targets, move_targets, target_rules
+from imgproc.core import devices as _sharded
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import dtype_max, spatial_axes, to_output
+from imgproc.core.images import check_image, no_check
+from imgproc.core.keys import BATCH_LAYOUTS, image_layout, stage_key
+from imgproc.core.registry import LoweringHints, Stage, register_op, registered_ops
+from imgproc.core.validate import LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number
+from imgproc.cpu import IntoBuffer, host_buffer
+from imgproc.pipeline.random_runs import loops_over_images, run_random
+
+__all__ = ["Pipeline", "register_op", "registered_ops"]
+
+BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
+
+
+class Pipeline:
+    """A chain of stages compiled into one XLA program.
+
+    Args:
+        stages: sequence of spec dicts (``{"op": "gaussian_blur", "sigma": 1.0}``),
+            ``(fn_or_name, options)`` pairs, registered functions or op names. Unknown or
+            missing options are refused here, naming the op's options.
+        layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
+            ``"NHWC"`` or ``"NCHW"``.
+        bucket: ``False`` (the default: one program per image size), ``True`` or
+            ``"auto"``. ``True`` compiles once per *size bucket* instead of once per image
+            size: the image is placed ``reach`` pixels from the top/left of a zero array of
+            the bucket's size (sides rounded up to a step of about 1/16 of the side, with
+            at least ``reach`` = the largest stage radius on every side), each stage
+            re-extends the image from its true size with its boundary mode (so results
+            are exactly those of the unpadded image) and the output is cropped back.
+            ``"auto"`` (what the command line and :mod:`imgproc.ray` use, for programs
+            that meet images of many sizes) runs the first size met in each bucket at its
+            exact size and only the other sizes of that bucket in the bucket's program:
+            a folder of one size gets the exact program (3-4x faster on 1080p than the
+            bucket's, ``benchmarks/NOTES.md`` "Folder throughput"), a folder of many
+            sizes at most two programs per bucket. The pixels are the same either way.
+            Buckets apply when every stage is local (has a radius); otherwise the
+            pipeline runs at the exact size.
+
+    Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
+    it has random stages; ``return_params=True`` also returns what each stage drew (a
+    tuple with one entry per stage: None for deterministic stages, a pytree of arrays
+    with a leading batch axis for random ones), which :meth:`apply` replays. Output
+    shape and dtype equal the input's (except that a pipeline with a ``normalize`` or
+    ``to_float`` stage returns float32, see :meth:`output_dtype`; the stages after it are
+    told ``max_value=1.0``); its type is the caller's (:mod:`imgproc.core.array_type`):
+    NumPy (or a list) in gives a writable NumPy array, a ``jax.Array`` gives a
+    ``jax.Array``, the same for buckets, chunks and the per-core split. On CPU a concrete batch whose random stages loop
+    per image is run as one slice per core, in threads (:mod:`imgproc.pipeline.execution`); the
+    result is the same array.
+
+    Example:
+        >>> import jax, numpy as np, imgproc
+        >>> pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}, {"op": "sharpen"}])
+        >>> pipe.to_spec()
+        [{'op': 'gaussian_blur', 'sigma': 1.0}, {'op': 'sharpen'}]
+        >>> pipe(np.zeros((8, 8, 3), np.uint8)).dtype
+        dtype('uint8')
+        >>> aug = imgproc.Pipeline([{"op": "random_rotate", "max_degrees": 30}])
+        >>> x = np.random.default_rng(0).random((2, 8, 8, 3), dtype=np.float32)
+        >>> y, params = aug(x, key=jax.random.key(0), return_params=True)
+        >>> params[0]["angle"].shape
+        (2,)
+        >>> bool((aug.apply(x, params) == y).all())
+        True
+    """
+
+    def __init__(self, stages, *, layout=None, bucket=False):
+        if isinstance(stages, (str, dict)) or not hasattr(stages, "__iter__"):
+            raise ValueError("stages must be a list of stages (spec dicts, (op, options) pairs or ops)")
+        self.stages = tuple(Stage.of(s) for s in stages)
+        if layout is not None:
+            check_layout(layout, LAYOUT_NDIM.get(layout, 0))
+        self.layout = layout
+        self.radii = tuple(
+            None if s.info.radius is None or s.info.random else int(s.info.radius(s.options)) for s in self.stages
+        )
+        bucket = check_choice("bucket", bucket, BUCKET_CHOICES)
+        local = all(r is not None for r in self.radii)
+        self.bucket = (bucket if bucket == "auto" else bool(bucket)) if local else False
+        self._first_size_in_bucket = {}  # bucket="auto": (layout, bucket's size) -> the first true size met
+        self.trace_count = 0
+        # on NumPy input, the result is written into a dropped earlier result's buffer
+        # when it keeps the input's shape (imgproc.cpu.output_buffers)
+        self._compiled = IntoBuffer(self._run, static_argnames=("layout", "return_params"),
+                                    out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.output_dtype(x.dtype)))
+        self._compiled_parts = set()  # slice signatures already compiled (execution.run_parts)
+        self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
+
+    @property
+    def is_random(self) -> bool:
+        return any(s.info.random for s in self.stages)
+
+    def to_spec(self) -> list[dict]:
+        """The JSON-serialisable spec: ``[{"op": NAME, ...options}, ...]``."""
+        return [s.to_spec() for s in self.stages]
+
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_spec(), **kwargs)
+
+    @classmethod
+    def from_spec(cls, spec, *, layout=None, bucket=False) -> "Pipeline":
+        """Build from a spec list (or its JSON text)."""
+        if isinstance(spec, (str, bytes)):
+            spec = json.loads(spec)
+        if not isinstance(spec, list):
+            raise ValueError(f"a pipeline spec is a JSON list of stages; got {type(spec).__name__}")
+        return cls(spec, layout=layout, bucket=bucket)
+
+    def __repr__(self):
+        return f"Pipeline({self.to_spec()!r}, layout={self.layout!r})"
+
+    def __getstate__(self):
+        """A pipeline pickles as its spec and options (``multiprocessing`` with spawn,
+        Grain workers); the other side builds and compiles it again on first use."""
+        return {"spec": self.to_spec(), "layout": self.layout, "bucket": self.bucket}
+
+    def __setstate__(self, state):
+        self.__init__(state["spec"], layout=state["layout"], bucket=state["bucket"])
+
+    @callers_type
+    def __call__(self, images, *, key=None, indices=None, return_params=False, targets=None, min_box_area=1.0,
+                 min_box_visibility=0.0):
+        """Run on ``images``; random stages draw from ``key`` (see the class docstring): a
+        ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``.
+
+        ``targets``: boxes, masks and keypoints that go with the images (a dict with keys
+        among ``boxes``, ``box_valid``, ``masks``, ``keypoints``, ``keypoint_valid``; see
+        :mod:`imgproc.augment.targets` and ``docs/augment.md``), moved with the same draws:
+        the call then returns ``(images, targets)`` (``(images, targets, params)`` with
+        ``return_params``). Boxes whose visible area falls below ``min_box_area`` pixels or
+        ``min_box_visibility`` of their moved area are marked invalid."""
+        if self.is_random and key is None:
+            raise ValueError("this pipeline has random stages: call it with key=jax.random.key(seed) "
+                             "(or an int seed, key=0)")
+        if key is not None:
+            key = check_key(key)
+        if targets is not None:
+            return self._with_targets(images, targets, key=key, indices=indices, params=None,
+                                      return_params=return_params, min_area=min_box_area,
+                                      min_visibility=min_box_visibility)
+        return self._call(images, key=key, indices=indices, params=None, return_params=return_params)
+
+    @callers_type
+    def apply(self, images, params, *, indices=None, targets=None, min_box_area=1.0, min_box_visibility=0.0):
+        """Run with the parameters a call with ``return_params=True`` returned, instead of
+        drawing them: ``pipe.apply(x, pipe(x, key=k, return_params=True)[1])`` equals
+        ``pipe(x, key=k)``. ``params`` must match the batch (one entry per stage).
+        ``targets``: as for a call; returns ``(images, targets)``."""
+        if not isinstance(params, (tuple, list)) or len(params) != len(self.stages):
+            raise ValueError(f"params must hold one entry per stage ({len(self.stages)}), as returned with "
+                             "return_params=True")
+        if targets is not None:
+            return self._with_targets(images, targets, key=None, indices=indices, params=tuple(params),
+                                      return_params=False, min_area=min_box_area, min_visibility=min_box_visibility)
+        return self._call(images, key=None, indices=indices, params=tuple(params), return_params=False)
+
+    def _with_targets(self, images, targets, *, key, indices, params, return_params, min_area, min_visibility):
+        """The images as a plain call makes them, and the targets moved with the parameters
+        that call drew (or was given)."""
+        rules = target_rules(self.stages)  # refuses a stage without a rule, before anything runs
+        check_number("min_box_area", min_area, low=0)
+        check_number("min_box_visibility", min_visibility, low=0, high=1)
+        checked, layout = check_image(images, self.layout)
+        moved, restore = check_targets(targets, checked.shape, layout, layout in BATCH_LAYOUTS)
+        if params is None:
+            y, drawn = self._call(images, key=key, indices=indices, params=None, return_params=True)
+        else:
+            y, drawn = self._call(images, key=None, indices=indices, params=params, return_params=False), params
+        moved = self._move_targets(moved, tuple(drawn), jnp.float32(min_area), jnp.float32(min_visibility),
+                                   shape=tuple(checked.shape), dtype=str(checked.dtype), layout=layout,
+                                   rules=tuple(rules))
+        out = restore(moved)
+        return (y, out, drawn) if return_params else (y, out)
+
+    @functools.partial(jax.jit, static_argnums=0, static_argnames=("shape", "dtype", "layout", "rules"))
+    def _move_targets(self, targets, params, min_area, min_visibility, *, shape, dtype, layout, rules):
+        return move_targets(self.stages, rules, params, shape, layout, targets, max_value=dtype_max(jnp.dtype(dtype)),
+                            min_area=min_area, min_visibility=min_visibility)
+
+    def _call(self, images, *, key, indices, params, return_params):
+        # a NumPy batch that self._compiled reads in place is checked (finite, in range) by
+        # finish_check: on the plain path of a pipeline without size buckets while the
+        # program computes, before the result is handed over, as the filters do
+        # (imgproc.core.images.check_image); on the other paths first
+        images, layout, finish_check = check_image(images, self.layout, read_in_place=True, check_later=True)
+        batched = layout in BATCH_LAYOUTS
+        if indices is not None:
+            indices = check_indices(indices, images.shape[0] if batched else 1)
+        if isinstance(images, np.ndarray) and batched and images.shape[0] > execution.chunk_size(images.shape):
+            # a host batch too large to hold on the device at once; indices keep each
+            # image's random draw what it would be in one call (each chunk is checked by
+            # its own call)
+            return execution.run_in_chunks(self._call, images, key=key, indices=indices, params=params,
+                                            return_params=return_params)
+        partition = _sharded.batch_partition(images) if batched else None
+        if partition is not None:  # a batch split over devices stays split (imgproc.core.devices)
+            return self._on_devices(images, partition, key=key, indices=indices, params=params,
+                                    layout=layout, return_params=return_params)
+        if (key is not None or params is not None) and indices is None:
+            indices = jnp.arange(images.shape[0] if batched else 1)
+        if indices is not None:
+            indices = jnp.asarray(indices)
+        if self.bucket and not isinstance(images, jax.core.Tracer):  # traced images run at their exact size
+            finish_check()  # first: the "auto" rule records a good image's size, and the bucket copies
+            finish_check = no_check
+            if self._in_bucket(images, layout):
+                out = self._bucketed(images, layout)
+                return (out, (None,) * len(self.stages)) if return_params else out
+        parts = execution.loop_parts(images, loops=loops_over_images(self.stages), batched=batched,
+                                      traced_args=(key, indices, params))
+        if parts > 1:
+            finish_check()
+
+            def run(part, idx, p):
+                return self._compiled(part, key, idx, p, None, layout=layout, return_params=return_params)
+
+            def signature(shape):
+                return shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
+
+            return execution.run_parts(run, images, indices, params, parts, self._compiled_parts, signature,
+                                        return_params=return_params)
+        out = self._compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
+        finish_check()
+        return out
+
+    def _on_devices(self, images, partition, *, key, indices, params, layout, return_params):
+        """Run a device-sharded batch as one ``shard_map`` program: each device its own
+        images, random stages with the images' global indices (given, else computed on
+        the device), the result sharded as the input. Size buckets do not apply."""
+        mesh, axes, spec = partition
+        split = _sharded.batch_spec(axes)
+        if indices is not None:
+            indices = jax.device_put(jnp.asarray(indices), jax.sharding.NamedSharding(mesh, split))
+        if params is not None:
+            params = jax.device_put(params, jax.sharding.NamedSharding(mesh, split))
+        random = key is not None or params is not None
+        signature = (mesh, axes, spec, layout, return_params, random, indices is None)
+        if signature not in self._sharded:
+            def body(x, k, idx, p):
+                if random and idx is None:
+                    idx = _sharded.global_indices(axes, x.shape[0])  # x: this device's images
+                return self._run(x, k, idx, p, None, layout=layout, return_params=return_params)
+
+            out_specs = (spec, split) if return_params else spec
+            self._sharded[signature] = _sharded.shard_over_batch(
+                body, mesh, axes, (spec, PartitionSpec(), split, split), out_specs)
+        return self._sharded[signature](images, key, indices, params)
+
+    def _in_bucket(self, images, layout) -> bool:
+        """Whether this call runs in its size bucket's program: always with
+        ``bucket=True``; with ``"auto"``, unless its size is the first one met in its
+        bucket."""
+        if self.bucket is True:
+            return True
+        true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
+        bucket = (layout, self._bucket_sides(true_hw))
+        return self._first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
+
+    @property
+    def _reach(self) -> int:
+        return max(self.radii, default=0)
+
+    def _bucket_sides(self, true_hw) -> tuple[int, ...]:
+        """The spatial sides of the size bucket of an image of sides ``true_hw``: each
+        side with the reach on both ends, rounded up (:func:`imgproc.pipeline.execution.bucket_size`)."""
+        return tuple(execution.bucket_size(n + 2 * self._reach) for n in true_hw)
+
+    def _bucketed(self, images, layout):
+        axes = spatial_axes(layout)
+        true_hw = [images.shape[a] for a in axes]
+        reach = self._reach
+        pads = [(0, 0)] * images.ndim
+        crop = [slice(None)] * images.ndim
+        for a, n, side in zip(axes, true_hw, self._bucket_sides(true_hw)):
+            pads[a] = (reach, side - n - reach)
+            crop[a] = slice(reach, reach + n)
+        padded = _zero_padded(np.asarray(images), pads)
+        true = jnp.asarray(true_hw, jnp.int32)
+        out = self._compiled(padded, None, None, None, (true, reach), layout=layout, return_params=False)
+        return np.asarray(out)[tuple(crop)]
+
+    def _run(self, images, key, indices, params, true_hw, *, layout, return_params):
+        self.trace_count += 1  # runs only while tracing: counts compilations
+        y, drawn = self._run_stages(images, key, indices, params, true_hw, layout=layout)
+        return (y, drawn) if return_params else y
+
+    def output_dtype(self, dtype):
+        """The dtype a call on ``dtype`` input returns: the input's, or float32 when a stage
+        has a fixed output dtype (``normalize``, ``to_float``)."""
+        fixed = [s.info.out_dtype for s in self.stages if s.info.out_dtype is not None]
+        return jnp.dtype(fixed[-1]) if fixed else jnp.dtype(dtype)
+
+    def _run_stages(self, images, key, indices, params, true_hw, *, layout):
+        max_value = dtype_max(images.dtype)  # what "white" is for ops with max_value=None
+        out_dtype = self.output_dtype(images.dtype)
+        x = images.astype(jnp.float32)
+        one = image_layout(layout)
+        drawn = [None] * len(self.stages)
+        next_random = 0
+        for s, stage in enumerate(self.stages):
+            if true_hw is not None:
+                x = execution.extend_from(x, true_hw, spatial_axes(layout), stage.options, self.radii[s])
+            if not stage.info.random:
+                # a stage feeding another one writes its border bands in place (cheaper
+                # for XLA there; the last stage's output goes to the caller)
+                hints = LoweringHints(feeds_next=s + 1 < len(self.stages),
+                                      cast_after=out_dtype != jnp.float32 or true_hw is not None,
+                                      from_integers=s == 0 and jnp.issubdtype(images.dtype, jnp.integer))
+                x = stage(x, layout=layout, max_value=max_value, hints=hints)
+                if stage.info.out_dtype is not None:
+                    max_value = 1.0  # normalize / to_float: float output, later stages see [0, 1]
+                continue
+            if layout not in BATCH_LAYOUTS:
+                p = stage.sample(stage_key(key, indices[0], s), x.shape, layout=layout, max_value=max_value) \
+                    if params is None else params[s]
+                x = stage.apply(x, p, layout=layout, max_value=max_value)
+                drawn[s] = p
+                continue
+            if s < next_random:  # already run, fused with an earlier random stage
+                continue
+            x, next_random, run_params = run_random(
+                self.stages, s, images if s == 0 else x, key=key, indices=indices, params=params, layout=one,
+                max_value=max_value, out_dtype=out_dtype)
+            drawn[s:next_random] = run_params
+        return to_output(x, out_dtype), tuple(drawn)
+
+
+def _zero_padded(array: np.ndarray, pads) -> np.ndarray:
+    """``np.pad(array, pads)`` (zeros), written into aligned host memory that the CPU
+    client reads in place: the memory of an earlier such copy that nothing references any
+    more (:func:`imgproc.cpu.output_buffers.host_buffer`), not fresh pages; only the bands
+    around the image are zeroed."""
+    out = host_buffer(tuple(n + lo + hi for n, (lo, hi) in zip(array.shape, pads)), array.dtype)
+    inside = []
+    for axis, (lo, hi) in enumerate(pads):
+        band = [slice(None)] * out.ndim
+        band[axis] = slice(0, lo)
+        out[tuple(band)] = 0
+        band[axis] = slice(lo + array.shape[axis], None)
+        out[tuple(band)] = 0
+        inside.append(slice(lo, lo + array.shape[axis]))
+    out[tuple(inside)] = array
+    return out

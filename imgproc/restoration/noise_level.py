@@ -1,0 +1,106 @@
+"""The noise level of an image: skimage's ``estimate_sigma`` (wavelet median absolute
+deviation of the finest diagonal db2 detail band), shared by :mod:`imgproc.restoration`
+and :mod:`imgproc.restoration.block_matching`."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from imgproc.core.boundary import pad_axis_strips
+
+__all__ = ["order_statistics", "sigma_nhwc", "sigma_planes"]
+
+_DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.22414386804185735, -0.12940952255092145], np.float32)
+_NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
+
+
+def _dwt_hi(x, axis):
+    """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
+    length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
+    n = x.shape[axis]
+    xe = pad_axis_strips(x, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
+    k = (n + 3) // 2
+    out = 0.0
+    for j, hj in enumerate(_DB2_HI):
+        start = 4 - j  # x_ext index 2k + 1 - j, shifted by the pad of 3
+        sl = [slice(None)] * x.ndim
+        sl[axis] = slice(start, start + 2 * k - 1, 2)
+        out = out + float(hj) * xe[tuple(sl)]
+    return out
+
+
+# (shift, width) of the digits a radix selection reads, most significant first: together
+# the 31 bits below the sign of a float32
+_DIGITS = ((20, 11), (10, 10), (0, 10))
+
+
+def _histogram(digits, nbins: int):
+    """Counts of each digit ``0 .. nbins - 1`` in each row of (P, M) ``digits`` (the digit
+    ``nbins`` is not counted): one scatter-add."""
+    p = digits.shape[0]
+    index = digits + jnp.arange(p, dtype=jnp.int32)[:, None] * (nbins + 1)
+    return jnp.zeros(p * (nbins + 1), jnp.int32).at[index.reshape(-1)].add(1).reshape(p, nbins + 1)[:, :nbins]
+
+
+def order_statistics(a, ranks):
+    """The values of 0-based ascending ``ranks`` (P, R) int32 in each row of ``a`` (P, M),
+    non-negative finite float32: ``jnp.sort(a, axis=1)`` at ``ranks``, exactly.
+
+    A radix selection: for such floats the order of the values is the order of their bit
+    patterns as integers, so the sought value's bits are found 11, 10 and 10 at a time,
+    each from a histogram of that digit over the values that share the digits found so
+    far. Three scatter-adds over ``a`` per rank instead of a sort, whose comparisons cost
+    10x more on CPU (benchmarks/NOTES.md, "Noise estimate").
+
+    >>> import numpy as np
+    >>> a = np.array([[3.0, 0.0, 2.5, 7.0, 2.5]], np.float32)
+    >>> np.asarray(order_statistics(a, np.array([[0, 2, 3, 4]])))
+    array([[0. , 2.5, 3. , 7. ]], dtype=float32)
+    """
+    # materialised once: XLA would otherwise compute ``a`` again in each digit's loop
+    bits = lax.optimization_barrier(lax.bitcast_convert_type(jnp.asarray(a, jnp.float32), jnp.int32))
+    ranks = jnp.asarray(ranks, jnp.int32)
+    found = []
+    for r in range(ranks.shape[1]):
+        k = ranks[:, r]  # the rank among the values that share the digits found so far
+        prefix = jnp.zeros_like(k)  # those digits
+        for level, (shift, width) in enumerate(_DIGITS):
+            nbins = 1 << width
+            digits = (bits >> shift) & (nbins - 1)
+            if level:
+                digits = jnp.where((bits >> (shift + width)) == prefix[:, None], digits, nbins)
+            below = jnp.cumsum(_histogram(digits, nbins), axis=1)  # values with a digit <= d
+            d = jnp.sum(below <= k[:, None], axis=1)
+            k = k - jnp.where(d > 0, jnp.take_along_axis(below, jnp.maximum(d - 1, 0)[:, None], 1)[:, 0], 0)
+            prefix = (prefix << width) | d
+        found.append(prefix)
+    return lax.bitcast_convert_type(jnp.stack(found, axis=1), jnp.float32)
+
+
+def sigma_planes(planes):
+    """skimage's ``_sigma_est_dwt`` for each (H, W) plane of (P, H, W): the median absolute
+    value of the nonzero finest diagonal (db2) detail coefficients divided by
+    ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there)."""
+    dd = _dwt_hi(_dwt_hi(planes, 1), 2)
+    a = jnp.abs(dd.reshape(dd.shape[0], -1))
+    total = a.shape[1]
+    zeros = jnp.sum(a == 0, axis=1)
+    m = total - zeros
+    lo = jnp.clip(zeros + (m - 1) // 2, 0, total - 1)
+    hi = jnp.clip(zeros + m // 2, 0, total - 1)
+    ranks = jnp.stack([lo, hi], axis=1)
+    if jax.default_backend() == "cpu":
+        v = order_statistics(a, ranks)
+    else:  # GPU/TPU sorts fast; the histograms' scatter-adds there are not measured (no GPU lent)
+        v = jnp.take_along_axis(jnp.sort(a, axis=1), ranks, axis=1)
+    return jnp.where(m > 0, 0.5 * (v[:, 0] + v[:, 1]) / _NORM_PPF_075, 0.0)
+
+
+def sigma_nhwc(x):
+    """Noise sigma per image of (N, H, W, C) float32: the mean over channels."""
+    n, h, w, c = x.shape
+    planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
+    return sigma_planes(planes).reshape(n, c).mean(axis=1)

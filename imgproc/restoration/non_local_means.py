@@ -1,0 +1,163 @@
+"""The fast (shifted-difference) non-local means kernel behind
+:func:`imgproc.restoration.nl_means` and ``denoise(method="auto")``.
+
+For each offset ``t`` of the search window, the patch distance of every pixel ``p`` to
+``p + t`` is a box filter of the squared difference of the image and its shifted copy,
+summed over the channels; the weight ``w_t(p)`` follows from it; the result is the
+weighted mean of the shifted pixels (scikit-image's ``denoise_nl_means(fast_mode=True)``,
+the reference named in ``nl_means``'s docstring).
+
+What makes it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
+
+* **Half the offsets.** The distance is symmetric, ``d(p, p + t) = d(p + t, p)``, so
+  ``w_{-t}(q) = w_t(q - t)``: one distance map per offset of one half of the window
+  serves two offsets. Each map covers the image extended by the search radius ``d`` (so
+  that ``q - t`` stays inside it); every pixel ``q`` receives ``w_t(q) x(q + t)`` and
+  ``w_t(q - t) x(q - t)``. The padded image is the same array for both, so the result is
+  the full-window sum, value for value (tested against the plain loop over all offsets).
+* **Planes, channels summed by hand.** The image is handled as (N, C, H, W) planes and
+  the squared differences summed channel by channel in one elementwise expression; a
+  ``jnp.sum`` over the channel axis made XLA copy the shifted slice and call a reduction
+  kernel each offset (2.8x slower in all). The weight is ``exp(-e)`` with ``e = inf``
+  past the cutoff, so the exponential is the last operation: with a ``where`` after it,
+  XLA recomputed the box sums inside each of its three readers.
+* **Column sums through the loop carry.** Fused into the row sums that read them, each
+  column sum was recomputed ``2r + 1`` times; passed from one iteration to the next they
+  are written once.
+* **Strips of rows** (:func:`strip_rows`) for large images, so that a strip's maps stay
+  in the cache.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from imgproc.core.boundary import padded_planes
+
+DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-e) with e > 5 are dropped
+
+
+def _box_valid(a, r, axis, first=0):
+    """Sums of the elements ``first .. 2r`` of each run of 2r+1 consecutive elements along
+    ``axis`` (valid part: length n - 2r); ``first=0``: the whole run."""
+    n = a.shape[axis] - 2 * r
+    out = jnp.zeros_like(lax.slice_in_dim(a, 0, n, axis=axis))
+    for i in range(first, 2 * r + 1):
+        out = out + lax.slice_in_dim(a, i, i + n, axis=axis)
+    return out
+
+
+def half_window(d: int) -> np.ndarray:
+    """The offsets ``(dy, dx)`` of one half of the ``(2d+1)²`` search window, without
+    ``(0, 0)``: the other half are their negatives. int32 ``((2d+1)² - 1) / 2, 2)``.
+
+    >>> half_window(1).tolist()
+    [[0, 1], [1, -1], [1, 0], [1, 1]]
+    """
+    return np.array([(dy, dx) for dy in range(d + 1) for dx in range(-d, d + 1) if dy > 0 or dx > 0],
+                    np.int32).reshape(-1, 2)
+
+
+def nl_means_nhwc(x, sigma, h, *, r, d, mode, skimage_window=False):
+    """Fast NL-means of (N, H, W, C) float32 with patch radius ``r`` and search radius
+    ``d``; ``sigma`` and ``h`` per image (N,) float32. Returns (N, H, W, C) float32.
+
+    The patch distance is the mean over the ``(2r+1)²`` patch and the channels of the
+    squared difference; the weight ``exp(-max(dist - 2σ², 0) / h²)``, 0 where the exponent
+    exceeds :data:`DISTANCE_CUTOFF`; the centre's own weight is 1. Pixels outside the
+    image come from ``mode`` (scipy.ndimage's names; ``"constant"`` is 0).
+
+    ``skimage_window``: sum the patch distance over skimage's (s-1)x(s-1) window (rows and
+    columns ``-r+1 .. r``; still divided by s²): scikit-image's fast mode reads its integral
+    image one row and column short (0.26: ``integral[row - offset, ...]`` where the patch
+    needs ``row - offset - 1``). For parity tests only.
+    """
+    n, hh, ww, c = x.shape
+    pad = r + 2 * d  # the distance maps cover the image extended by d, their patches r more
+    p = padded_planes(x, pad, mode)
+    block = functools.partial(_block, sigma=sigma, h=h, r=r, d=d, first=1 if skimage_window else 0)
+    rows = strip_rows(n, hh, ww, d)
+    if rows >= hh:
+        return jnp.moveaxis(block(p, hh, ww), 1, 3)
+    # strips of rows, one after the other, so that each strip's maps stay in the cache
+    strips = -(-hh // rows)
+    p = jnp.pad(p, ((0, 0), (0, 0), (0, strips * rows - hh), (0, 0)))  # rows below the image feed no output
+    out = lax.map(lambda i: block(lax.dynamic_slice_in_dim(p, i * rows, rows + 2 * pad, axis=2), rows, ww),
+                  jnp.arange(strips))  # (strips, N, C, rows, W)
+    out = jnp.moveaxis(out, 0, 2).reshape(n, c, strips * rows, ww)[:, :, :hh]
+    return jnp.moveaxis(out, 1, 3)
+
+
+# offsets per iteration of the loop over them: XLA copies the carried column sums twice
+# an iteration (their new value is made while the old one is still read); unrolled, only
+# at the iteration's ends (benchmarks/NOTES.md, "NL-means")
+OFFSETS_PER_ITERATION = 4
+
+STRIP_BYTES = 1 << 19  # bytes of one distance map of a strip (measured: benchmarks/NOTES.md, "NL-means")
+
+
+def strip_rows(n: int, height: int, width: int, d: int) -> int:
+    """Rows of the strips a batch of ``n`` images is processed in: a strip's distance maps
+    (its rows plus ``2d``, float32) take about :data:`STRIP_BYTES`, with at least ``4d``
+    rows (each strip computes ``2d`` rows of maps twice); the strips then share the
+    height evenly.
+
+    >>> strip_rows(1, 512, 512, 10), strip_rows(1, 1024, 1024, 10), strip_rows(1, 3000, 4000, 10)
+    (171, 103, 40)
+    """
+    target = max(STRIP_BYTES // (4 * n * (width + 2 * d)) - 2 * d, 4 * d, 8)
+    strips = -(-height // target)
+    return -(-height // strips)
+
+
+def _block(p, hh, ww, *, sigma, h, r, d, first):
+    """NL-means of the ``hh`` x ``ww`` pixels of the padded planes ``p`` (N, C, hh + 2pad,
+    ww + 2pad), ``pad = r + 2d``: (N, C, hh, ww)."""
+    n, c = p.shape[:2]
+    pad = r + 2 * d
+    cells = (2 * r + 1 - first) ** 2
+    eh, ew = hh + 2 * d, ww + 2 * d  # the extended image: map index (i + d, j + d) is pixel (i, j)
+    base = lax.slice(p, (0, 0, d, d), (n, c, d + eh + 2 * r, d + ew + 2 * r))
+    var2 = (2.0 * sigma * sigma)[:, None, None] * (cells / (2 * r + 1) ** 2)
+    inv_h2 = (1.0 / jnp.maximum(h * h, 1e-30))[:, None, None]
+    scale = 1.0 / (c * (2 * r + 1) ** 2)
+    offsets = jnp.asarray(half_window(d))
+
+    def column_sums(k):
+        """Offset ``k``'s squared differences summed over the channels and down each
+        patch column."""
+        dy, dx = offsets[k, 0], offsets[k, 1]
+        shifted = lax.dynamic_slice(p, (0, 0, d + dy, d + dx), (n, c, eh + 2 * r, ew + 2 * r))
+        diff = base - shifted
+        return _box_valid(sum(diff[:, i] * diff[:, i] for i in range(c)), r, 1, first)
+
+    def accumulate(k, columns, num, den):
+        dy, dx = offsets[k, 0], offsets[k, 1]
+        dist = _box_valid(columns, r, 2, first) * scale
+        e = jnp.maximum(dist - var2, 0.0) * inv_h2
+        wgt = jnp.exp(-jnp.where(e > DISTANCE_CUTOFF, jnp.inf, e))
+        w_fwd = lax.slice(wgt, (0, d, d), (n, d + hh, d + ww))  # w_t(q)
+        w_bwd = lax.dynamic_slice(wgt, (0, d - dy, d - dx), (n, hh, ww))  # w_t(q - t) = w_{-t}(q)
+        x_fwd = lax.dynamic_slice(p, (0, 0, pad + dy, pad + dx), (n, c, hh, ww))
+        x_bwd = lax.dynamic_slice(p, (0, 0, pad - dy, pad - dx), (n, c, hh, ww))
+        return num + w_fwd[:, None] * x_fwd + w_bwd[:, None] * x_bwd, den + w_fwd + w_bwd
+
+    def body(k, carry):
+        # offset k's column sums go through the loop's carry, so XLA writes them once:
+        # fused into the row sums that read them, it recomputed each 2r+1 times
+        num, den, columns = carry
+        num, den = accumulate(k - 1, columns, num, den)
+        return num, den, column_sums(k)
+
+    centre = lax.slice(p, (0, 0, pad, pad), (n, c, pad + hh, pad + ww))
+    last = offsets.shape[0] - 1
+    if last < 0:  # a 1x1 search window: the centre alone
+        return centre
+    num, den, columns = lax.fori_loop(1, last + 1, body, (centre, jnp.ones((n, hh, ww), p.dtype), column_sums(0)),
+                                      unroll=OFFSETS_PER_ITERATION)
+    num, den = accumulate(last, columns, num, den)
+    return num / den[:, None]
