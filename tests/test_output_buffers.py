@@ -285,14 +285,14 @@ def test_the_median_reads_misaligned_input_in_place(layout, shape, dtype, skew, 
     """The median's program takes the flat view itself (its conditional's operand: given
     the slice, XLA copied it), in every layout; the pixels are scipy's, the caller's array
     is never written."""
-    from imgproc import restoration
+    from imgproc.restoration import median_filter
 
     clean = random_image(np.random.default_rng(skew), shape, dtype)
     source = misaligned(clean, skew)
     before = source.copy()
     views = []
-    real = restoration.from_flat
-    monkeypatch.setattr(restoration, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    real = median_filter.from_flat
+    monkeypatch.setattr(median_filter, "from_flat", lambda image, view: views.append(view) or real(image, view))
     out = imgproc.median(source, size=size, mode=mode, layout=layout)
     assert views == [(skew // clean.itemsize, shape)]
     axes = [layout.index("H"), layout.index("W")]

@@ -18,6 +18,8 @@ import skimage.restoration as skr
 
 import imgproc
 from imgproc import restoration as R
+from imgproc.restoration import bilateral_filter, non_local_means, total_variation
+from imgproc.restoration.median_filter import median_network
 from imgproc.restoration.non_local_means import nl_means_nhwc
 from cases import GRID_MODES
 from jaxprs import equations
@@ -471,22 +473,24 @@ def test_new_numeric_option_does_not_recompile(rng):
     imgproc.nl_means(x, sigma=0.1, h=0.05, patch_size=3, search_size=5)
     imgproc.tv_chambolle(x, weight=0.1, n_iter=5)
     imgproc.bilateral(x, sigma_color=0.1, sigma_spatial=1.0, size=3)
-    sizes = [R._nl_means._cache_size(), R._tv_chambolle._cache_size(), R._bilateral._cache_size()]
+    sizes = [non_local_means._nl_means._cache_size(), total_variation._tv_chambolle._cache_size(),
+             bilateral_filter._bilateral._cache_size()]
     imgproc.nl_means(x, sigma=0.2, h=0.07, patch_size=3, search_size=5)
     imgproc.tv_chambolle(x, weight=0.3, n_iter=7, eps=1e-3)
     imgproc.bilateral(x, sigma_color=0.3, sigma_spatial=2.0, size=3)
-    assert [R._nl_means._cache_size(), R._tv_chambolle._cache_size(), R._bilateral._cache_size()] == sizes
+    assert [non_local_means._nl_means._cache_size(), total_variation._tv_chambolle._cache_size(),
+            bilateral_filter._bilateral._cache_size()] == sizes
 
 
 def test_median_network_selects_the_median():
     for n in (9, 25):
-        net = R.median_network(n)
+        net = median_network(n)
         for _ in range(20):
             v = list(np.random.default_rng(n + _).permutation(n))
             for i, j in net:
                 v[i], v[j] = min(v[i], v[j]), max(v[i], v[j])
             assert v[n // 2] == n // 2
-    assert math.isclose(len(R.median_network(9)), 24)
+    assert math.isclose(len(median_network(9)), 24)
 
 
 def _cli(*args):

@@ -19,7 +19,9 @@ from jax import lax
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import check_dtype, from_nhwc, resolve_max, to_nhwc
 from imgproc.core.images import check_image
-from imgproc.core.validate import check_choice, check_int, check_mode, check_number, check_odd, check_per_image
+from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_mode, check_number, check_odd,
+                                   check_per_image)
 from imgproc.restoration.noise_level import sigma_nhwc
 
 __all__ = ["bm3d"]
@@ -706,3 +708,9 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     else:
         y = _bm3d_jit(x, sig, mx, cv, estimate=sigma is None, static=static, out_dtype=out_dtype)
     return from_nhwc(y, layout, image.shape)
+
+
+OPS = (
+    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": check_stage}),
+)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -1,18 +1,25 @@
 """The noise level of an image: skimage's ``estimate_sigma`` (wavelet median absolute
-deviation of the finest diagonal db2 detail band), shared by :mod:`imgproc.restoration`
-and :mod:`imgproc.restoration.block_matching`."""
+deviation of the finest diagonal db2 detail band): the public :func:`estimate_sigma`, and
+the traced core (:func:`sigma_nhwc`) that ``nl_means``, ``denoise(method="auto")`` and
+:mod:`imgproc.restoration.block_matching` compute inside their programs."""
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import to_nhwc
 from imgproc.core.boundary import pad_axis_strips
+from imgproc.restoration.common import per_image, prepare
 
-__all__ = ["order_statistics", "sigma_nhwc", "sigma_planes"]
+__all__ = ["estimate_sigma", "order_statistics", "sigma_nhwc", "sigma_planes"]
 
+# PyWavelets' db2 decomposition high-pass filter (pywt.Wavelet("db2").dec_hi)
 _DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.22414386804185735, -0.12940952255092145], np.float32)
 _NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
 
@@ -104,3 +111,38 @@ def sigma_nhwc(x):
     n, h, w, c = x.shape
     planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
     return sigma_planes(planes).reshape(n, c).mean(axis=1)
+
+
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _estimate_sigma(image, *, layout):
+    return sigma_nhwc(to_nhwc(image.astype(jnp.float32), layout))
+
+
+@callers_type
+def estimate_sigma(image, *, max_value=None, layout=None):
+    """Estimate the standard deviation of additive Gaussian noise, per image.
+
+    Matches ``skimage.restoration.estimate_sigma(plane)`` (wavelet median absolute deviation
+    of the finest diagonal db2 detail band, PyWavelets' "symmetric" extension) for each
+    channel, averaged over the channels (skimage's ``average_sigmas=True``), in the image's
+    own value units: a uint8 image gives values on 0..255 (skimage, which does not rescale
+    integers here either, gives the same number). A flat image gives 0 (skimage: NaN).
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        max_value: unused by the estimate itself (kept for a uniform signature; the result
+            is in the image's units whatever it is).
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        A float32 JAX scalar for one image, an ``(N,)`` array for a batch.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> rng = np.random.default_rng(0)
+        >>> noisy = 0.5 + 0.1 * rng.standard_normal((64, 64)).astype(np.float32)
+        >>> round(float(imgproc.estimate_sigma(noisy)), 1)
+        0.1
+    """
+    image, layout = prepare(image, layout)
+    return per_image(_estimate_sigma(image, layout=layout), layout)

@@ -1,5 +1,5 @@
-"""The fast (shifted-difference) non-local means kernel behind
-:func:`imgproc.restoration.nl_means` and ``denoise(method="auto")``.
+"""Non-local means: the public :func:`nl_means`, and the fast (shifted-difference) kernel
+behind it and ``denoise(method="auto")`` (:func:`nl_means_nhwc`).
 
 For each offset ``t`` of the search window, the patch distance of every pixel ``p`` to
 ``p + t`` is a box filter of the squared difference of the image and its shifted copy,
@@ -32,11 +32,18 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import from_nhwc, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
+from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image
+from imgproc.restoration.common import per_image_scalar, prepare
+from imgproc.restoration.noise_level import sigma_nhwc
 
 DISTANCE_CUTOFF = 5.0  # skimage: weights exp(-e) with e > 5 are dropped
 
@@ -161,3 +168,89 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
                                       unroll=OFFSETS_PER_ITERATION)
     num, den = accumulate(last, columns, num, den)
     return num / den[:, None]
+
+
+# ----------------------------------------------------------------------------- nl_means
+
+# h = H_PER_SIGMA * sigma when h is not given: measured with benchmarks/denoise_quality.py
+# (its "NL-means strength rule" table, 4 images, estimated sigma: k = 0.6-0.7 best at
+# sigma 15 and 25 (within 0.15 dB), 0.6 best at sigma 50 where 0.8 loses 0.4 dB)
+H_PER_SIGMA = 0.6
+
+
+@functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate"))
+def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
+    x = to_nhwc(image.astype(jnp.float32), layout)
+    n = x.shape[0]
+    if estimate:
+        sigma = sigma_nhwc(x)
+        h = H_PER_SIGMA * sigma
+    else:
+        sigma = per_image_scalar(sigma, n)
+        h = per_image_scalar(h, n)
+    y = nl_means_nhwc(x, sigma, h, r=r, d=d, mode=mode)
+    return to_output(from_nhwc(y, layout, image.shape), image.dtype)
+
+
+@callers_type
+def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="reflect", max_value=None, layout=None):
+    """Non-local means, the fast (shifted-difference) form.
+
+    For each offset ``t`` of the ``search_size``×``search_size`` window, the patch distance
+    ``d(p, p+t)`` is the mean over a ``patch_size``×``patch_size`` patch and the channels of
+    the squared difference of the image and its shifted copy (a box filter); the weight is
+    ``exp(-max(d - 2σ², 0) / h²)``, dropped when the exponent exceeds 5; the result is the
+    weighted mean of the shifted pixels. This is the definition of
+    ``skimage.restoration.denoise_nl_means(fast_mode=True, patch_size=patch_size,
+    patch_distance=search_size // 2, h=h, sigma=sigma, channel_axis=-1)`` including its
+    multichannel normalisation (the distance is averaged over channels); with
+    ``mode="mirror"`` the border matches skimage's too (skimage pads with NumPy's
+    "reflect", which is scipy's "mirror").
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype. Channels
+            are denoised together (one weight per pixel and offset).
+        sigma: noise standard deviation in the image's units (0..255 for uint8), >= 0.
+            ``None``: estimated per image with :func:`estimate_sigma` when ``h`` is None
+            too, else 0 (skimage's default).
+        h: filter strength in the image's units, >= 0. ``None``: ``0.6 * sigma`` (the
+            estimate's when sigma is None). ``h=0`` with ``sigma=0`` keeps the image.
+        patch_size: odd patch side >= 1 (static).
+        search_size: odd search-window side >= 1 (static), at most 51.
+        mode: boundary mode (scipy.ndimage's names; ``"constant"`` fills 0).
+        max_value: unused (the units are the image's own); for a uniform signature.
+        layout: as for :func:`imgproc.correlate`.
+
+    Returns:
+        The denoised image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> rng = np.random.default_rng(0)
+        >>> clean = np.full((32, 32), 0.5, np.float32)
+        >>> noisy = clean + 0.1 * rng.standard_normal(clean.shape).astype(np.float32)
+        >>> out = np.asarray(imgproc.nl_means(noisy, sigma=0.1, patch_size=5, search_size=11))
+        >>> bool(np.abs(out - clean).std() < 0.03)
+        True
+    """
+    patch_size = check_odd("patch_size", patch_size, high=51)
+    search_size = check_odd("search_size", search_size, high=51)
+    check_per_image("sigma", sigma, allow_none=True)
+    check_per_image("h", h, allow_none=True)
+    image, layout = prepare(image, layout, mode)
+    estimate = sigma is None and h is None
+    if not estimate:
+        if sigma is None:
+            sigma = 0.0
+        if h is None:
+            h = H_PER_SIGMA * jnp.asarray(sigma, jnp.float32)
+    return _nl_means(image, sigma, h, r=patch_size // 2, d=search_size // 2, mode=mode, layout=layout,
+                     estimate=estimate)
+
+
+# Without sigma and h it estimates the noise from the whole image: registered without a
+# radius, so a pipeline runs it at the image's exact size, never in padded size buckets.
+OPS = (
+    OpInfo("nl_means", nl_means, checks=MODE_CHECK),
+)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

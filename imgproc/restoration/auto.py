@@ -1,0 +1,181 @@
+"""``denoise``: one entry point to every denoiser (:data:`DENOISE_METHODS`), with
+``method="auto"`` deciding per image inside the compiled program (switching median for
+salt-and-pepper noise, else NL-means at the estimated noise level), and
+:func:`auto_choice`, the same decision computed on the host."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import from_nhwc, resolve_max, to_compute, to_nhwc, to_output
+from imgproc.core.eager import compiled_when_eager
+from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.validate import check_odd, check_per_image, is_traced
+from imgproc.filters.linear import gaussian_blur, sharpen as sharpen_filter
+from imgproc.restoration.bilateral_filter import bilateral, bilateral_radius
+from imgproc.restoration.block_matching import bm3d
+from imgproc.restoration.common import prepare
+from imgproc.restoration.median_filter import (IMPULSE_MIN_FRACTION, impulse_fraction, impulse_mask, is_impulsive,
+                                               median, median_nhwc, switching_median)
+from imgproc.restoration.noise_level import estimate_sigma, sigma_nhwc
+from imgproc.restoration.non_local_means import H_PER_SIGMA, nl_means, nl_means_nhwc
+from imgproc.restoration.total_variation import tv_chambolle
+
+__all__ = ["DENOISE_METHODS", "auto_choice", "denoise"]
+
+DENOISE_METHODS = ("auto", "nl_means", "bm3d", "tv", "bilateral", "median", "chapter")
+
+
+def _auto_one(x, max_value, sigma_override, *, r, d):
+    """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
+    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
+    frac = impulse_mask(x, median_nhwc(x, size=3, mode="reflect"), max_value).mean()
+    sigma = jnp.where(sigma_override >= 0, sigma_override, sigma_nhwc(x)[0])
+    branch = jnp.where(is_impulsive(x, frac, max_value), jnp.where(frac < 0.2, 0, 1), 2)
+    return lax.switch(branch, [
+        lambda im: switching_median(im, 3, max_value),
+        lambda im: switching_median(im, 5, max_value),
+        lambda im: nl_means_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d, mode="reflect"),
+    ], x)
+
+
+@functools.partial(jax.jit, static_argnames=("layout", "r", "d"))
+def _auto(image, max_value, sigma, *, layout, r, d):
+    x = to_nhwc(image.astype(jnp.float32), layout)
+    # one image at a time (lax.map): lax.switch then runs only the chosen method
+    y = lax.map(lambda im: _auto_one(im[None], max_value, sigma, r=r, d=d)[0], x)
+    return to_output(from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def auto_choice(image, *, max_value=None, layout=None):
+    """What ``denoise(method="auto")`` picks for each image, computed on the host:
+    a list of ``(method, sigma, impulse_fraction)`` with method ``"median3"``,
+    ``"median5"`` or ``"nl_means"``."""
+    image, layout = prepare(image, layout)
+    s = np.atleast_1d(np.asarray(estimate_sigma(image, layout=layout)))
+    f = np.atleast_1d(np.asarray(impulse_fraction(image, max_value=max_value, layout=layout)))
+    out = []
+    for si, fi in zip(s, f):
+        method = "nl_means" if fi <= IMPULSE_MIN_FRACTION else ("median3" if fi < 0.2 else "median5")
+        out.append((method, float(si), float(fi)))
+    return out
+
+
+@compiled_when_eager
+def _chapter(image, *, layout=None, sigma=1.0, size=5, sharpen=True, mode="reflect"):
+    """The seed chapter's preset (:func:`imgproc.pipeline.presets.denoise`, the same pixels):
+    a Gaussian then the 5×5 sharpen in float32, cast once at the end; ``sigma`` here is the
+    Gaussian's sigma in pixels, as in the preset (not a noise level)."""
+    y = gaussian_blur(to_compute(image), sigma, size=size, mode=mode, layout=layout)
+    y = sharpen_filter(y, size=5, mode=mode, layout=layout) if sharpen else y
+    return to_output(y, image.dtype)
+
+
+def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=7, search_size=21):
+    patch_size = check_odd("patch_size", patch_size, high=51)
+    search_size = check_odd("search_size", search_size, high=51)
+    check_per_image("sigma", sigma, allow_none=True)
+    image, layout = prepare(image, layout)
+    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    s = -1.0 if sigma is None else sigma
+    return _auto(image, jnp.asarray(mv, jnp.float32), jnp.asarray(s, jnp.float32), layout=layout,
+                 r=patch_size // 2, d=search_size // 2)
+
+
+def _denoise_bm3d(image, **options):
+    return bm3d(image, **options)
+
+
+def _denoise_tv(image, *, sigma=None, **options):
+    return tv_chambolle(image, **options)
+
+
+def _denoise_bilateral(image, *, sigma=None, sigma_color=None, sigma_spatial=2.0, **options):
+    if sigma_color is None:
+        check_per_image("sigma", sigma, allow_none=True)
+        if sigma is None:
+            image, layout = prepare(image, options.get("layout"))
+            sigma = estimate_sigma(image, layout=layout)
+            sigma = float(np.mean(np.asarray(sigma))) if not is_traced(sigma) else sigma
+        sigma_color = jnp.maximum(2.0 * jnp.asarray(sigma, jnp.float32), 1e-6)
+        options.setdefault("size", 2 * bilateral_radius(sigma_spatial, None) + 1)
+    return bilateral(image, sigma_color=sigma_color, sigma_spatial=sigma_spatial, **options)
+
+
+def _denoise_median(image, *, sigma=None, size=3, **options):
+    return median(image, size=size, **options)
+
+
+# Methods whose result depends on the value range (max_value).
+_USE_VALUE_RANGE = frozenset({"auto", "nl_means", "tv", "bm3d"})
+_METHODS = {
+    "auto": _denoise_auto,
+    "nl_means": nl_means,
+    "bm3d": _denoise_bm3d,
+    "tv": _denoise_tv,
+    "bilateral": _denoise_bilateral,
+    "median": _denoise_median,
+    "chapter": _chapter,
+}
+
+
+@callers_type
+def denoise(image, *, method="auto", sigma=None, max_value=None, layout=None, **options):
+    """Denoise with one of :data:`DENOISE_METHODS`.
+
+    ``"auto"`` decides per image, inside the compiled program (so it also works as a
+    pipeline stage and for every image of a batch): when the image has salt-and-pepper
+    noise (the rule in :func:`impulse_fraction`) each detected impulse is replaced by the
+    median of its 3×3 window (5×5 from 20 % impulses; other pixels are kept); otherwise
+    :func:`nl_means` with ``sigma`` (estimated by :func:`estimate_sigma` when None) and
+    ``h = 0.6 * sigma`` (measured best, benchmarks/RESULTS.md), patch 7, search window 21 (``patch_size``/``search_size``
+    change them). ``"nl_means"``, ``"tv"`` (:func:`tv_chambolle`), ``"bilateral"``
+    (``sigma_color = 2 * sigma`` unless given, ``sigma_spatial=2``), ``"median"``
+    (``size=3``), ``"bm3d"`` (:func:`bm3d`) and ``"chapter"`` (the seed
+    chapter's 5×5 Gaussian then 5×5 sharpen, :func:`imgproc.pipeline.presets.denoise`) pass the
+    other ``options`` on.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
+        method: one of ``DENOISE_METHODS``.
+        sigma: noise sigma in the image's units (None: estimated where needed).
+        max_value: the value range (None: the dtype's), passed to the methods that use
+            it (auto, nl_means, tv, bm3d).
+        layout: as for :func:`imgproc.correlate`.
+        **options: passed to the method.
+
+    Returns:
+        The denoised image, same shape and dtype.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.full((16, 16, 3), 100, np.uint8)
+        >>> bool((np.asarray(imgproc.denoise(x)) == 100).all())
+        True
+    """
+    fn = _METHODS[_check_denoise_method(method)]
+    if max_value is not None and method in _USE_VALUE_RANGE:
+        options["max_value"] = max_value
+    if method == "chapter":
+        return fn(image, layout=layout, **options)
+    return fn(image, sigma=sigma, layout=layout, **options)
+
+
+def _check_denoise_method(method):
+    if not isinstance(method, str) or method not in _METHODS:
+        raise ValueError(f"method must be one of {', '.join(DENOISE_METHODS)}; got {method!r}")
+    return method
+
+
+# denoise estimates the noise from the whole image: registered without a radius, so a
+# pipeline runs it at the image's exact size, never in padded size buckets.
+OPS = (
+    OpInfo("denoise", denoise, checks={"method": _check_denoise_method}),
+)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
