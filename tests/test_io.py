@@ -42,6 +42,74 @@ def test_sixteen_bit_png_kept(tmp_path, samples):
     np.testing.assert_array_equal(imgproc.load_image(tmp_path / "d.png"), deep)
 
 
+def _deep_colour(channels):
+    """uint16 (H, W, channels): every channel different (so a swapped R/B shows), the
+    whole 16-bit range, low bytes not all zero, one pure-red pixel."""
+    rng = np.random.default_rng(channels)
+    x = rng.integers(0, 65536, (9, 13, channels), dtype=np.uint16)
+    x[0, 0] = [65535, 0, 0, 40000][:channels]
+    return x
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_sixteen_bit_colour_png_round_trips_exactly(tmp_path, channels):
+    """Issue 41 item 6: 16-bit RGB(A) PNG is written by imagecodecs (libpng), not OpenCV;
+    a 16-bit PNG of colour type RGB / RGBA in RGB order, the same pixels through our
+    loader, imagecodecs' decoder and Pillow (which reads 16-bit colour as the high bytes)."""
+    import imagecodecs
+
+    x = _deep_colour(channels)
+    path = imgproc.save_image(tmp_path / "deep.png", x)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert data[24] == 16 and data[25] == {3: 2, 4: 6}[channels]  # bit depth 16; colour type RGB / RGBA
+    np.testing.assert_array_equal(imgproc.load_image(path), x)
+    back = imagecodecs.png_decode(data)
+    assert back.dtype == np.uint16
+    np.testing.assert_array_equal(back, x)
+    assert list(back[0, 0, :3]) == [65535, 0, 0]  # red stays red (OpenCV wanted BGR)
+    with Image.open(path) as im:
+        assert im.mode == {3: "RGB", 4: "RGBA"}[channels]
+        np.testing.assert_array_equal(np.asarray(im), (x >> 8).astype(np.uint8))
+    assert data == imgproc.encode_image(x, "png")
+
+
+@pytest.mark.parametrize("channels", [3, 4])
+def test_sixteen_bit_colour_png_is_what_opencv_wrote(channels):
+    """The PNG settings are OpenCV's imencode defaults (zlib level 1, RLE, Sub filter):
+    the files are byte for byte what the OpenCV path wrote."""
+    cv2 = pytest.importorskip("cv2")
+    x = _deep_colour(channels)
+    bgr = np.ascontiguousarray(x[..., [2, 1, 0, 3][:channels]])
+    ok, buf = cv2.imencode(".png", bgr)
+    assert ok and imgproc.encode_image(x, "png") == buf.tobytes()
+
+
+def test_sixteen_bit_png_saving_needs_no_opencv(tmp_path):
+    """OpenCV is no dependency: with ``import cv2`` failing, 16-bit colour PNG (RGB and
+    RGBA) and grey PNG are still written at full depth (the old code fell back to 8 bits)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["cv2"] = None  # any `import cv2` now raises ImportError
+        import numpy as np, imgproc
+        rng = np.random.default_rng(0)
+        for shape in [(9, 13, 3), (9, 13, 4), (9, 13)]:
+            x = rng.integers(0, 65536, shape, dtype=np.uint16)
+            p = imgproc.save_image({str(tmp_path)!r} + f"/d{{len(shape)}}{{shape[-1]}}.png", x)
+            y = imgproc.load_image(p)
+            assert y.dtype == np.uint16 and (y == x).all(), shape
+        assert sys.modules["cv2"] is None
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip() == "ok"
+
+
 def test_rgba_flattened_on_white_for_jpeg(tmp_path):
     x = np.zeros((8, 8, 4), np.uint8)  # fully transparent black
     imgproc.save_image(tmp_path / "f.jpg", x)

@@ -11,7 +11,7 @@ truncated files) are in :mod:`imgproc.io.loader`.
 ``os.replace``; on any failure the temporary file is removed and nothing is left behind.
 It refuses to replace an existing file unless ``overwrite=True`` and always refuses to write
 over ``source`` (the image's own input, also through links). Encoders that may print on
-stderr (libtiff, libpng through OpenCV, tifffile's log) run with that output captured
+stderr (libtiff, libpng through imagecodecs, tifffile's log) run with that output captured
 (:mod:`imgproc.io.native_stderr`); it is part of the error when the encoder fails and
 dropped when it succeeds.
 
@@ -19,8 +19,8 @@ Conversions on save (no hidden rescaling otherwise): float images are taken as v
 [0, 1] and written as 8-bit ``round(255 x)`` saturated; a float image clearly outside
 [0, 1] (max > 1.5 or min < -0.5: 0..255 floats) is refused, naming the fix
 (:func:`imgproc.core.validate.check_saved_float_range`); uint16 is written at full depth to
-PNG/TIFF (grey through Pillow, colour through OpenCV or tifffile, grey + alpha to PNG
-through imagecodecs) and scaled to 8 bits
+PNG/TIFF (grey through Pillow, colour and grey + alpha to PNG through imagecodecs, colour to TIFF
+through tifffile) and scaled to 8 bits
 (``round(x / 257)``, never clipped) for formats that cannot hold it; alpha is kept where the format allows and flattened on white for JPEG
 and BMP. TIFF is written with lossless Deflate (zlib) compression.
 """
@@ -229,19 +229,18 @@ def same_file(a, b) -> bool:
 
 def _encode(arr: np.ndarray, fmt: str, quality: int, exif, icc_profile) -> bytes:
     """The file's bytes. JPEG (8-bit RGB or grey) goes through libjpeg-turbo (simplejpeg,
-    faster than Pillow); 16-bit colour PNG/TIFF through OpenCV (Pillow cannot write it,
-    and OpenCV writes no metadata); everything else through Pillow."""
+    faster than Pillow); 16-bit colour PNG through imagecodecs (libpng) and TIFF through
+    tifffile (Pillow cannot write them; neither writes metadata); everything else through
+    Pillow."""
     arr = np.asarray(arr)
     if arr.dtype.name == "bfloat16" or arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     if arr.ndim == 3 and arr.shape[2] == 1:
         arr = arr[:, :, 0]
     if arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] in (3, 4) and fmt in _SIXTEEN_BIT_GRAY:
-        encoded = _encode_16bit_colour(arr, fmt)
-        if encoded is not None:
-            return encoded
+        return _encode_16bit_colour(arr, fmt)
     if arr.dtype == np.uint16 and arr.ndim == 3 and arr.shape[2] == 2 and fmt == "PNG":
-        import imagecodecs  # 16-bit grey + alpha: neither Pillow nor OpenCV writes it
+        import imagecodecs  # 16-bit grey + alpha: Pillow cannot write it
 
         with _native_call(fmt):
             return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr)))
@@ -285,6 +284,10 @@ def _native_call(fmt):
 
 
 def _encode_16bit_colour(arr, fmt):
+    """16-bit RGB(A) ``(H, W, 3|4)`` uint16 as TIFF (tifffile, Deflate) or PNG (libpng
+    through imagecodecs, in RGB(A) order as given). The PNG settings are OpenCV's
+    ``imencode(".png")`` defaults, which wrote these files before: zlib level 1, the RLE
+    strategy and the Sub filter (fast; the same bytes as OpenCV wrote)."""
     if fmt == "TIFF":
         import tifffile
 
@@ -292,18 +295,12 @@ def _encode_16bit_colour(arr, fmt):
         with _native_call(fmt):
             tifffile.imwrite(buf, np.ascontiguousarray(arr), photometric="rgb", compression="zlib")
         return buf.getvalue()
-    try:
-        import cv2
-    except ImportError:
-        return None
-    with contextlib.suppress(Exception):  # OpenCV's own logging; libpng's goes to fd 2
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-    bgr = cv2.cvtColor(np.ascontiguousarray(arr), cv2.COLOR_RGB2BGR if arr.shape[2] == 3 else cv2.COLOR_RGBA2BGRA)
-    with _native_call(fmt):
-        ok, buf = cv2.imencode(".png", bgr)
-    if not ok:
-        raise RuntimeError("cannot encode 16-bit PNG (OpenCV refused it)")
-    return buf.tobytes()
+    import imagecodecs
+
+    png = imagecodecs.PNG
+    with _native_call(fmt):  # libpng's messages go to fd 2
+        return bytes(imagecodecs.png_encode(np.ascontiguousarray(arr), level=png.COMPRESSION.SPEED,
+                                            strategy=png.STRATEGY.RLE, filter=png.FILTER.SUB))
 
 
 def _encode_jpeg_fast(arr, quality, exif, icc_profile):
