@@ -76,8 +76,12 @@ def _leave(code):
 
 DOCS_EPILOG = """\b
 Documentation (installed with the package; no checkout needed):
-  imgproc docs cli       the command line: inputs, outputs, options, exit codes
-  imgproc docs augment   training augmentation (imgproc augment, the JAX API)
+  imgproc docs guide         the Python API and its semantics (modes, dtypes, keys)
+  imgproc docs cli           the command line: inputs, outputs, options, exit codes
+  imgproc docs augment       training augmentation (imgproc augment, the JAX API)
+  imgproc docs scale         folders, Ray, Grain, several devices, memory
+  imgproc docs performance   the current measurements against the other libraries
+  imgproc docs architecture  the layers of the package, for contributors
 
 """ + EXIT_CODES
 
@@ -214,13 +218,15 @@ def info():
         click.echo(f"device {d.id}: {d.platform} {d.device_kind}")
 
 
-DOC_PAGES = {"cli": "cli.md", "augment": "augment.md", "scale": "scale.md"}
+DOC_PAGES = {"guide": "guide.md", "cli": "cli.md", "augment": "augment.md", "scale": "scale.md",
+             "performance": "performance.md", "architecture": "architecture.md"}
 
 
 @cli.command("docs")
 @click.argument("page", type=click.Choice(sorted(DOC_PAGES)), default="cli")
 def docs_cmd(page):
-    """Print the documentation PAGE (cli, augment or scale; default cli), installed with the
+    """Print the documentation PAGE (guide, cli, augment, scale, performance or architecture;
+    default cli), installed with the
     package: through a pager on a terminal, plain otherwise."""
     from importlib.resources import files
 

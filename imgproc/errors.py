@@ -1,4 +1,4 @@
-"""Errors a user can cause, each with the command line's exit code (see the README)."""
+"""Errors a user can cause, each with the command line's exit code (docs/cli.md, "Exit codes")."""
 
 from __future__ import annotations
 

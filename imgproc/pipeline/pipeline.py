@@ -6,7 +6,7 @@ public function's name::
 
     [{"op": "gaussian_blur", "sigma": 1.0, "size": 5}, {"op": "sharpen"}]
 
-Semantics (documented in the README):
+Semantics (docs/guide.md, "Semantics"):
 
 * The whole chain runs in float32; the result is cast to the input dtype once, at the end
   (integers rounded and saturated), never between stages. A pipeline with a stage of
