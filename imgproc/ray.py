@@ -24,9 +24,9 @@ The dataset's blocks are whole batches (:func:`read_blocks`), so no batch but a 
 last is padded; and each actor keeps freed image-sized buffers for reuse in its own worker
 process (:func:`imgproc.reuse_host_memory`), as the command line does for its process.
 Only file bytes and one status row per file travel through Ray's object store: decoded
-images stay in the actor that decodes them (moving 6 MB arrays between a decode task, an
-actor and a write task made a run of 1,000 1080p photos 1.7× slower than the command
-line; benchmarks/NOTES.md).
+images stay in the actor that decodes them (moving decoded arrays between a decode task,
+an actor and a write task made a run much slower than the command line; why:
+benchmarks/NOTES.md, "Ray Data and shards on one machine").
 
 A file that fails at any stage becomes a row of the result table (``path``, ``status``
 ``"failed"``, ``reason``, ``exit_code``) instead of failing the dataset.
@@ -66,7 +66,7 @@ __all__ = ["ACTOR_START_TIMEOUT_S", "TASK_CPUS", "connect", "initialized", "proc
 TASK_CPUS = 0.5  # CPUs a read or write task asks for
 ACTOR_START_TIMEOUT_S = 300  # Ray Data raises when the actor pool cannot start within this
 CONNECT_TIMEOUT_S = 5.0
-READ_BLOCK_FILES = 32  # files a read task reads (each task costs Ray tens of milliseconds to schedule)
+READ_BLOCK_FILES = 32  # files a read task reads (each task has a scheduling cost in Ray)
 INSTALL_HINT = 'not installed; pip install "imgproc-jax[ray]"'
 
 
@@ -123,7 +123,7 @@ def connect(address: str | None = None, **init_kwargs):
         _check_reachable(address)
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": True, "logging_level": "ERROR",
               **init_kwargs}
-    # Ray retries a cluster that does not answer for ~20 s (once a second); an address
+    # Ray retries a cluster that does not answer for a long while (once a second); an address
     # that accepts TCP but is not a Ray GCS (a proxy) would pass the check above, so the
     # number of tries is bounded too (Ray's own knob; one try a second), unless set.
     remote = address not in (None, "local")
@@ -172,7 +172,8 @@ def _resources(ray, num_actors, cpus_per_actor, gpus_per_actor):
     total = float(ray.cluster_resources().get("CPU", 1))
     if cpus_per_actor is None:
         # at least two actors: while one decodes and writes its block, the other computes
-        # (on 2 CPUs two actors of 0.75 CPU; benchmarks/NOTES.md, "Ray Data")
+        # (on 2 CPUs two actors of 0.75 CPU; benchmarks/NOTES.md, "Ray Data and shards on
+        # one machine")
         free = max(total - TASK_CPUS, 0.5)
         cpus_per_actor = min(1.0, free / (num_actors or max(2, int(free))))
     if not cpus_per_actor > 0:
@@ -257,7 +258,7 @@ class _Compute:
 
         # this worker process exists for this actor alone: it keeps freed image-sized
         # buffers for reuse, as the command line's process does (imgproc.cpu.host_memory;
-        # 200 photos: 16.6 -> 15.7 s, benchmarks/NOTES.md "Ray Data")
+        # benchmarks/NOTES.md, "Ray Data and shards on one machine")
         reuse_host_memory()
 
         self.pipe = Pipeline.from_spec(spec, layout=layout, bucket=bucket)
@@ -327,10 +328,10 @@ def read_blocks(rows: list, batch_size: int, num_actors: int) -> list[list]:
     """``rows`` cut into the dataset's blocks (one read task each): whole batches of
     ``batch_size`` rows, except the last block. Ray Data cuts an actor's batches inside
     each block, so a block of 29 rows would end in a partial batch of 5, padded to 8 and
-    computed in full (200 photos in blocks of 28-29: one compute in eight spent on
-    padding; benchmarks/NOTES.md, "Ray Data"). A block holds about
-    :data:`READ_BLOCK_FILES` rows (fewer, larger read tasks), but there are at least two
-    blocks per actor where the rows make that many batches, so every actor gets work.
+    computed in full (why: benchmarks/NOTES.md, "Ray Data and shards on one machine"). A
+    block holds about :data:`READ_BLOCK_FILES` rows (fewer, larger read tasks), but there
+    are at least two blocks per actor where the rows make that many batches, so every
+    actor gets work.
 
     >>> [len(b) for b in read_blocks(list(range(200)), 8, 2)]
     [32, 32, 32, 32, 32, 32, 8]

@@ -76,8 +76,9 @@ def _to_numpy(leaf, inputs=()):
 
 
 # Results at least this large are handed over as a view of their CPU buffer instead of
-# copied (a copy into fresh pages cost more than a 5x5 blur: benchmarks/NOTES.md); the
-# same bound as the buffers imgproc.cpu.output_buffers takes back, which only views return.
+# copied (a copy into fresh pages cost more than a small blur; benchmarks/NOTES.md, "The
+# eager call"); the same bound as the buffers imgproc.cpu.output_buffers takes back, which
+# only views return.
 VIEW_MIN_BYTES = MIN_BYTES
 
 

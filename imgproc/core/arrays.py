@@ -118,8 +118,8 @@ def materialized(table):
     """``table`` (float32, any shape; small: a lookup table, resampling weights) passed
     through a matrix product with the identity, which is exact: XLA then computes it once,
     as an array. Left to fusion, XLA:CPU recomputes a table's whole expression for every
-    element that reads it (per pixel), several times slower where measured (histogram
-    equalisation, resampling taps: benchmarks/NOTES.md, "ImageNet training recipe")."""
+    element that reads it (per pixel), which made histogram equalisation and resampling
+    taps slower (why: benchmarks/NOTES.md, "ImageNet training recipe")."""
     rows = table.reshape(-1, table.shape[-1])
     eye = jnp.eye(table.shape[-1], dtype=jnp.float32)
     return jnp.dot(rows.astype(jnp.float32), eye, precision="highest").reshape(table.shape)

@@ -97,7 +97,7 @@ def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
 
 def pad_axis_strips(x, r: int, axis: int, mode: str, cval=0.0):
     """:func:`pad_axis` by ``r`` on both sides that gathers only the two border strips and
-    joins them to ``x`` (a gather of the whole extended array costs 10x more on CPU)."""
+    joins them to ``x`` (a gather of the whole extended array costs much more on CPU)."""
     if r == 0:
         return x
     mode = check_mode(mode)
@@ -117,8 +117,8 @@ def padded_planes(x, r, mode: str, dtype=jnp.float32, cval=0.0):
 
     The extension is made in NHWC, in ``x``'s own dtype, before the transpose: there its
     joins run along outer axes, which XLA's loops write at copy speed, whereas joining
-    planes along their innermost axis (W) is a concatenate XLA does not fuse: it took
-    half of a bilateral's time (benchmarks/NOTES.md, "Bilateral"). W first: XLA then fuses
+    planes along their innermost axis (W) is a concatenate XLA does not fuse, a large part
+    of a bilateral's time (why: benchmarks/NOTES.md, "Bilateral"). W first: XLA then fuses
     its join into H's, one loop instead of two."""
     ry, rx = (r, r) if isinstance(r, int) else r
     extended = pad_axis_strips(pad_axis_strips(x, rx, 2, mode, cval), ry, 1, mode, cval)

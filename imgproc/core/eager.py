@@ -1,9 +1,8 @@
 """An op called eagerly runs as one compiled program, its float options as program arguments.
 
 Why. A JAX function called on concrete arrays runs op by op: each primitive is its own
-small program over the whole image or batch, with fresh temporaries. On 64 images of
-224x224x3 that made ``rotate`` 244 ms against 15 ms inside ``jit``, ``adjust_hue`` 136
-against 14, ``posterize`` 67 against 1.3 (benchmarks/NOTES.md, "Eager augmentation ops").
+small program over the whole image or batch, with fresh temporaries, many times slower
+than the same call inside ``jit`` (why: benchmarks/NOTES.md, "Eager augmentation ops").
 
 How. :func:`run_compiled` runs ``fn(*arrays, **options)``, when nothing is traced and every option
 is a Python value (numbers, strings, sequences, dicts, stages), as a program compiled once

@@ -35,9 +35,9 @@ def check_image(image, layout, *, read_in_place=False, check_later=False):
     array read where it is, without a copy, is not checked for finite values and range
     here but by ``finish()``, which the caller calls right after dispatching its program
     and before it hands the result over, so that the check runs while the program
-    computes and a bad image still raises instead of giving a result (benchmarks/NOTES.md,
-    "Misaligned input read in place"). An array that is copied is checked in the copy, and
-    ``finish()`` does nothing."""
+    computes and a bad image still raises instead of giving a result (why:
+    benchmarks/NOTES.md, "Misaligned input read in place"). An array that is copied is
+    checked in the copy, and ``finish()`` does nothing."""
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         image = np.asarray(image)
     check_dtype(image.dtype)
@@ -66,13 +66,12 @@ def host_aligned(array: np.ndarray, *, check: bool = False, copy: bool = True) -
     misaligned array) comes back itself (checked, without a copy).
 
     JAX's CPU client aliases a NumPy argument whose data is C-contiguous and 64-byte
-    aligned, and otherwise copies it much more slowly than NumPy does (benchmarks/NOTES.md,
-    "Aligned host input"; NumPy's own allocations are usually only 16-byte aligned). The
-    copy goes into the memory of an earlier one that nothing references any more
-    (:func:`imgproc.cpu.output_buffers.host_buffer`), chunk by chunk, each chunk's minimum and
-    maximum taken while it is in cache, the chunks shared between the cores
-    (benchmarks/NOTES.md, "Scratch and staging written again"). The caller's array is never
-    written.
+    aligned, and otherwise copies it much more slowly than NumPy does (why:
+    benchmarks/NOTES.md, "Aligned host input"; NumPy's own allocations are usually only
+    16-byte aligned). The copy goes into the memory of an earlier one that nothing references
+    any more (:func:`imgproc.cpu.output_buffers.host_buffer`), chunk by chunk, each chunk's
+    minimum and maximum taken while it is in cache, the chunks shared between the cores.
+    The caller's array is never written.
     Other backends and small arrays (< 1 MiB) are returned as they are (and checked)."""
     if stays_in_place(array, copy=copy):
         if check:  # one chunked pass on the cores (an aligned array: often an earlier result)
@@ -102,7 +101,7 @@ def check_finite(image, *, max_abs: float = DEFAULT_MAX_ABS, name: str = "image"
 
     Two reductions (min and max: NaN propagates through both) and no temporary array, so
     the check costs two reads of the image (the element-wise search for the first bad
-    index runs only on the error path; benchmarks/NOTES.md, "The eager call")."""
+    index runs only on the error path; why: benchmarks/NOTES.md, "The eager call")."""
     arr = np.asarray(image)
     if not _is_float(arr.dtype) or arr.size == 0:
         return

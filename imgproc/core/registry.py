@@ -72,7 +72,7 @@ class LoweringHints:
         from_integers: the stage's float input was converted from integer pixels in the
             same program (a pipeline's first stage on integer images), so its loops read
             those: a long rows pass then keeps its two loops (one loop is faster over
-            float32 rows only; benchmarks/NOTES.md, "Large kernels").
+            float32 rows only; why: benchmarks/NOTES.md, "Large kernels").
     """
 
     feeds_next: bool = False

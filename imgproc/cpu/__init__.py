@@ -1,8 +1,8 @@
 """The CPU machinery, behind this one seam: the rest of the package imports these names
 from ``imgproc.cpu`` and never its modules.
 
-What it does and why (each module's docstring has the detail; the measurements are in
-benchmarks/NOTES.md):
+What it does and why (each module's docstring has the detail and points to the
+measurement behind it):
 
 * :mod:`.output_buffers`: a result on the CPU written into the memory of an earlier result
   that nothing references any more (``host_buffer``, ``keep``, ``IntoBuffer``), and handed

@@ -3,9 +3,9 @@
 XLA fuses a producer into every consumer that reads it, and a reshape of a result into the
 loop that computes it. A loop of many operations over rows of W*C values whose result is
 reshaped to (N, H, W, C) then runs over an innermost axis of C = 3, which does not
-vectorise (the 5x5 median: 14 against 1.8 ms).
+vectorise (the 5x5 median ran several times slower that way).
 
-:func:`in_own_loop` makes a result a buffer of its own (benchmarks/NOTES.md, "Median").
+:func:`in_own_loop` makes a result a buffer of its own (why: benchmarks/NOTES.md, "Median").
 """
 
 from __future__ import annotations

@@ -5,15 +5,15 @@ By default glibc's ``malloc`` serves every block above its mmap threshold (at mo
 size is fresh memory that the kernel must zero page by page on first touch. A
 2048x2048x3 float32 image is 50 MB, so every buffer a filter writes (XLA's output and
 temporaries, NumPy's and OpenCV's outputs alike) pays that zeroing, which costs more than
-the filter itself (measured for imgproc and OpenCV alike: benchmarks/NOTES.md, "Host
-memory reuse").
+the filter itself, for imgproc and OpenCV alike (why: benchmarks/NOTES.md, "Host memory
+reuse").
 
 :func:`reuse_host_memory` raises the thresholds (``mallopt``) so freed blocks stay in
 the process and are reused. It changes the whole process: memory freed after the peak
 is kept, not returned to the system. So the library never calls it on import; the
 ``imgproc`` command calls it at start, and a program that processes large images can
 call it once, early (before the first large allocation: threads created by earlier work
-keep their own malloc arenas, and the gain was about half there). The same effect for
+keep their own malloc arenas, and only part of the gain is left). The same effect for
 any program: ``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647``
 in the environment.
 

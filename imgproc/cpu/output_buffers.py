@@ -4,7 +4,7 @@ buffer of an earlier result that the caller has dropped, instead of into fresh m
 Why. On CPU every output of a few MB that XLA allocates is fresh memory from the kernel,
 zeroed page by page on first touch (4 KiB pages: transparent huge pages are ``madvise``
 on most systems, and XLA's allocations are not advised). For a 2048x2048x3 float32 blur
-that zeroing costs more than the blur (benchmarks/NOTES.md, "The eager call"). NumPy
+that zeroing costs more than the blur (why: benchmarks/NOTES.md, "The eager call"). NumPy
 advises huge pages for its own large arrays, which is part of why OpenCV is faster there.
 :func:`imgproc.reuse_host_memory` removes the cost for the whole process; this module
 removes the output's share without touching the process's allocator.
@@ -29,17 +29,16 @@ Scratch. A large intermediate that the program materialises anyway (a separable 
 first pass, 50 MB for a 2048x2048x3 float32 image) is fresh memory too, and no caller
 ever sees it. The code that makes one marks it with :func:`scratch` while it is traced;
 an :class:`IntoBuffer` program then returns it as one more output, written into one more
-donated kept buffer, and puts that buffer straight back (benchmarks/NOTES.md, "Scratch
-and staging written again"). Marking changes where XLA writes the array, never its values;
-outside an :class:`IntoBuffer` trace (plain ``jit``, ``vmap``, a loop body) it does nothing.
+donated kept buffer, and puts that buffer straight back. Marking changes where XLA writes
+the array, never its values; outside an :class:`IntoBuffer` trace (plain ``jit``,
+``vmap``, a loop body) it does nothing.
 
 Host input read in place. JAX's CPU client reads a NumPy argument in place only when its
 data is 64-byte aligned, and NumPy's large arrays are usually 16 bytes past a boundary.
 An :class:`IntoBuffer` program given such an array reads it in place all the same: its
 argument is a read-only flat view that starts at the boundary before the data
 (:func:`aligned_flat_view`), and the program's first step, a slice and a reshape that XLA
-fuses into the loops that read the image, finds the image in it (benchmarks/NOTES.md,
-"Misaligned input read in place").
+fuses into the loops that read the image, finds the image in it.
 
 Host staging. Elsewhere, a NumPy argument that is not 64-byte aligned is copied into an
 aligned array before JAX reads it in place (:func:`imgproc.core.images.host_aligned`); that
@@ -193,8 +192,8 @@ def aligned_flat_view(array: np.ndarray):
 
     Float images too since the rows pass of large kernels runs in two loops: a float
     image's finite check then reads it without writing an aligned copy, and the blurs
-    read it at the skew faster than they read the copy (benchmarks/NOTES.md, "Misaligned
-    input read in place").
+    read it at the skew faster than they read the copy (why: benchmarks/NOTES.md,
+    "Misaligned input read in place").
 
     The view begins up to 63 bytes before ``array``'s data. Those bytes lie in the same
     memory page as the data (a page is a multiple of 64 bytes), so they can be read, and

@@ -37,8 +37,7 @@ All lowerings work on the internal ``(B, H, W, C)`` float32 array of
     pass (:func:`low_rank`); otherwise
     ``"direct"`` on CPU and ``"conv"`` on GPU/TPU; on CPU ``"fft"`` instead for a kernel
     whose shifted sums would apply :data:`imgproc.filters.fft.FFT_MIN_TAPS` weights or more for
-    each output value (why: benchmarks/NOTES.md, "Lowering choices", "The FFT lowering"
-    and "GPU").
+    each output value (why: benchmarks/NOTES.md, "Lowering choices").
 """
 
 from __future__ import annotations
@@ -262,8 +261,8 @@ def apply_stage(body, image, layout, traced=None, *, hints=None, **static):
     Called on a traced image (inside ``jax.jit`` or a :class:`~imgproc.Pipeline`) the
     body is traced inline, so concrete weights reach the lowering as constants that XLA
     compiles into the loops. Called eagerly with concrete weights, the stage is compiled
-    with the weights as constants too (faster: benchmarks/NOTES.md, "Lowering choices"),
-    one program per distinct weights, the last :data:`EAGER_PROGRAMS` kept
+    with the weights as constants too (faster; why: benchmarks/NOTES.md, "Lowering
+    choices"), one program per distinct weights, the last :data:`EAGER_PROGRAMS` kept
     (:func:`_constant_stage`): a sweep over sigma compiles once per value and its memory
     stays bounded. Values that are themselves traced (a ``jax.Array`` sigma inside
     ``jit``, ``jax.grad`` with respect to ``cval``) are arguments of one program for all
@@ -350,21 +349,21 @@ def auto_method(n_terms, backend=None, *, taps=None, in_loop=False, pass_taps=No
       terms run as ``"separable"`` passes, which fuse
       with the loop's other stages; other kernels of at most 25 taps as ``"convolve2d"``:
       there XLA lowers the per-plane convolution to its convolution library, faster than
-      shifted sums (stand-alone it is much slower, so only there; benchmarks/NOTES.md,
-      "Augmentation on CPU");
+      shifted sums (stand-alone it is much slower, so only there);
     * on CPU, a kernel whose shifted sums (below) would add at least
       :data:`imgproc.filters.fft.FFT_MIN_TAPS` weighted values for each output value (the passes'
       ``pass_taps``, or a direct pass's ``taps``) as ``"fft"``, whose cost does not grow
-      with the kernel (benchmarks/NOTES.md, "The FFT lowering");
+      with the kernel;
     * kernels of one term that needs passes (rank 1, or a centre weight plus rank 1, whose
       centre term is a scaled copy: :func:`pass_terms`) run as two 1-D passes on CPU and
       TPU (fastest on CPU); on a GPU as the fused Pallas kernel where its tile fits the
-      image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; 2.5-4x the
-      passes' speed on an H200, benchmarks/NOTES.md "GPU"), else as the passes;
+      image's channels and the weights are concrete (:data:`FUSED_IF_IT_FITS`; faster than
+      the passes there), else as the passes;
     * on CPU (outside a per-image loop), ``low_rank`` kernels run as their terms' passes
-      too (a 9×9 difference of Gaussians: 2 terms, 36 weights against 81, half the
-      direct pass's time; benchmarks/NOTES.md, "Low-rank kernels");
+      too (a 9×9 difference of Gaussians: 2 terms, 36 weights against 81);
     * other kernels as one direct pass on CPU and as ``lax.conv_general_dilated`` on GPU/TPU.
+
+    (why: benchmarks/NOTES.md, "Lowering choices")
     """
     backend = backend or jax.default_backend()
     cpu = backend == "cpu"

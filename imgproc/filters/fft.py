@@ -11,7 +11,7 @@ result.
 
 Its cost hardly depends on the kernel's size, where shifted sums grow with its taps, so
 ``method="auto"`` picks it on CPU for kernels with at least :data:`FFT_MIN_TAPS` taps per
-output value (measured: benchmarks/NOTES.md, "The FFT lowering"). Accuracy: float32
+output value (why: benchmarks/NOTES.md, "The FFT lowering"). Accuracy: float32
 spectra; the result differs from scipy's float64 sums by about 1e-6 of the image's
 largest value (tested to 1e-5 on [0, 1] images in every mode).
 """

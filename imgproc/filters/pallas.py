@@ -24,9 +24,9 @@ On a CUDA GPU the kernel runs natively; on every other backend it runs in Pallas
 interpret mode, which simulates the shared memory, the TMA copies and the barriers on the
 host: the same kernel, slow, for testing (tests/test_filters.py runs the shared parity
 table through it). ``auto`` picks this lowering on a GPU for a concrete kernel of one
-separable term where a tile fits (:func:`fits`): it is 2.5x (sigma = 1) and 4x (sigma = 3)
-faster than the XLA passes on an H200; the tile of 16 rows by 224 values was the fastest of
-ten timed (benchmarks/gpu_pallas.py; the numbers in benchmarks/NOTES.md "GPU").
+separable term where a tile fits (:func:`fits`): it is faster than the XLA passes there,
+and the tile of 16 rows by 224 values was the fastest of those timed by
+benchmarks/gpu_pallas.py (why: benchmarks/NOTES.md, "GPU").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 ``scipy.ndimage.correlate`` applied to each plane (``origin=0``; even lengths follow
 scipy's rule: the centre tap is ``len // 2``).
 
-How it is lowered (measured on a 2-core x86 CPU, see benchmarks/NOTES.md): every pass
+How it is lowered (why: benchmarks/NOTES.md, "Lowering choices"): every pass
 is a *shifted sum* over static slices, which XLA emits as one fused elementwise loop.
 The border is never materialised as a full padded copy of the image: the interior of
 the output is computed from valid slices of the input only (written into a
@@ -197,9 +197,9 @@ EXTEND_MAX_TAPS = 9
 # that writes the result) where one loop reading 25 rows at a time (sigma = 3) ran slower:
 # over integers converted in the loop (uint8 images: float_rows False), and at row lengths
 # that are a multiple of 4 KiB (2048x3 float32 values), which put all the rows a tap reads
-# in one set of an x86 L1 cache (4 KiB ways, 8 of them): 25 taps on 2048x6144 float32, AMD
-# Zen 4, 27.7 ms in one loop against 11 at other lengths. There, where more than L1_WAYS
-# rows would share a set and the copy goes to kept memory (an eager call:
+# in one set of an x86 L1 cache (4 KiB ways, 8 of them), which made one loop much slower
+# than at other row lengths. There, where more than L1_WAYS rows would share a set and
+# the copy goes to kept memory (an eager call:
 # imgproc.cpu.output_buffers.scratch), the pass reads a copy of its input in rows longer by
 # ROWS_PAD values, in one loop. Float32 rows that do not alias: one loop
 # (benchmarks/NOTES.md, "Large kernels").
@@ -218,9 +218,9 @@ def rows_alias(row_bytes: int, n: int) -> bool:
 # The last pass of a separable pair over rows of W*C values (C > 1) whose result the
 # program returns (with its cast to the image's dtype, ``finish``): with more taps than
 # this, it runs as a loop of its own, the cast in it. Fused with the reshape back to
-# (..., W, C), XLA's loop runs over the innermost C = 3 values and does not vectorise: the
-# 25-tap pass on 2048x2048x3 float32 took 14.7 ms fused, 4.5 alone (benchmarks/NOTES.md,
-# "Large kernels"). Not where another stage reads the result.
+# (..., W, C), XLA's loop runs over the innermost C = 3 values and does not vectorise, so a
+# long fused pass is several times slower than alone (benchmarks/NOTES.md, "Large
+# kernels"). Not where another stage reads the result.
 COLS_FUSED_MAX_TAPS = 9
 
 
@@ -228,8 +228,8 @@ def pad_first() -> bool:
     """Whether a 1-D pass builds the extended (border-padded) array and sums shifted slices
     of it, rather than computing the interior and patching the border bands in place.
     On GPU/TPU the padded copy fuses into the pass and the in-place band updates cost
-    extra kernels (benchmarks/NOTES.md, "Lowering choices"); on CPU the band updates
-    avoid a full extra copy."""
+    extra kernels; on CPU the band updates avoid a full extra copy (why:
+    benchmarks/NOTES.md, "Lowering choices")."""
     return jax.default_backend() != "cpu"
 
 
@@ -306,7 +306,7 @@ def _assemble(inner, ext, bands, *, in_place: bool):
     ``in_place=True`` writes the bands with ``dynamic_update_slice``; ``in_place=False``
     zero-extends each band and picks it with a ``select`` on an index mask, all fused
     into the loop that writes the output. Which is cheaper depends on what reads the
-    result (2048x2048x3 float32 on 2 cores, benchmarks/NOTES.md):
+    result (why: benchmarks/NOTES.md, "Lowering choices"):
 
     * the first pass of a separable pair, and the last pass of a stage whose result
       feeds another stage of the same program: in place. (Selects there make XLA
@@ -376,8 +376,8 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
     On CPU the second pass does no border work of its own: its margin columns are the
     first pass over thin column strips of the *input*, so nothing but the second pass's
     loop reads the first pass's result (reading it for the borders made XLA keep two
-    versions of it: a full extra copy). Two forms, by the first kernel's length
-    (2048x2048x3 float32, 2 cores; benchmarks/NOTES.md):
+    versions of it: a full extra copy). Two forms, by the first kernel's length (why:
+    benchmarks/NOTES.md, "Lowering choices"):
 
     * with concrete ``k_rows`` (compiled in as constants), or traced ones of up to
       :data:`EXTEND_MAX_TAPS` taps, the first pass writes into a buffer extended by the
@@ -467,8 +467,7 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     W and C are merged into one axis (:func:`_rows`), as for the separable passes. Unless
     the result feeds another stage (``in_place``), the pass is a loop of its own on CPU,
     so that XLA fuses neither the reshape back to ``(B, H, W, C)`` nor a cast into it; its
-    border bands are then written in place (measured: benchmarks/NOTES.md, "Large
-    kernels").
+    border bands are then written in place (why: benchmarks/NOTES.md, "Large kernels").
     """
     mode = check_mode(mode)
     x = _as_planes(planes)

@@ -41,8 +41,9 @@ CMYK is converted to RGB through its embedded ICC profile when it has one (else 
 plain inversion formula); any other ICC profile is kept as is (the pixels are not
 converted) and written to the output unless metadata are stripped.
 
-JPEG RGB and grey images are decoded with libjpeg-turbo through ``simplejpeg`` (4x faster
-than Pillow on a 1920x1080 photo, see ``benchmarks/RESULTS.md``); 16-bit colour PNG with
+JPEG RGB and grey images are decoded with libjpeg-turbo through ``simplejpeg`` (faster
+than Pillow; why: benchmarks/NOTES.md, "docs/cli.md: the native-stderr capture, the fast
+JPEG path, size buckets"); 16-bit colour PNG with
 libpng (imagecodecs) and TIFF with tifffile; Pillow does everything else and reads the
 metadata.
 """

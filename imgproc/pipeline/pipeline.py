@@ -71,8 +71,8 @@ class Pipeline:
             ``"auto"`` (what the command line and :mod:`imgproc.ray` use, for programs
             that meet images of many sizes) runs the first size met in each bucket at its
             exact size and only the other sizes of that bucket in the bucket's program:
-            a folder of one size gets the exact program (3-4x faster on 1080p than the
-            bucket's, ``benchmarks/NOTES.md`` "Folder throughput"), a folder of many
+            a folder of one size gets the exact program (faster than the bucket's; why:
+            benchmarks/NOTES.md, "Folder throughput"), a folder of many
             sizes at most two programs per bucket. The pixels are the same either way.
             Buckets apply when every stage is local (has a radius); otherwise the
             pipeline runs at the exact size.

@@ -36,7 +36,7 @@ core, in threads), then its jitted normalize + mix (``recipe.trace_count`` count
 program's traces); on NumPy input the latter writes into the buffer of a dropped earlier
 result (:mod:`imgproc.cpu.output_buffers`). The key, images, labels and indices are traced,
 so a new key or batch of the same shape does not recompile. This split into programs is
-the faster on the 2-core CPU (one program runs the per-image loop on one core; measured:
+the faster on CPU (one program runs the per-image loop on one core; why:
 benchmarks/NOTES.md, "ImageNet training recipe").
 
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
@@ -299,8 +299,9 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
     filled with ``mean * input_max`` before ``normalize``, which ``normalize`` maps to 0
     (within half a level on integer input, where the augmentation is rounded: module
     docstring): the same pixels, and the erasing runs in the same per-image loop as
-    the crop, flip and TrivialAugment (measured: one loop fewer, about half the time of
-    erasing after normalize on the 2-core CPU). ``input_max`` is the range of the images
+    the crop, flip and TrivialAugment: one per-image loop fewer than erasing after
+    normalize, and faster (why: benchmarks/NOTES.md, "docs/augment.md: recipes (programs,
+    choices, speed) and the augmentation benchmark"). ``input_max`` is the range of the images
     the recipe is called with: 255 for uint8 (default), 65535 for uint16, 1.0 for float
     images in [0, 1].
 

@@ -32,14 +32,14 @@ def bilateral_radius(sigma_spatial, size) -> int:
 
 def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     """Bilateral filter of (N, H, W, C) ``x`` (any dtype), computed in float32 on planes
-    (N, C, H, W): with the channels innermost XLA's loops do not vectorise (measured 2x
-    slower). Returns (N, H, W, C) float32.
+    (N, C, H, W): with the channels innermost XLA's loops do not vectorise (slower).
+    Returns (N, H, W, C) float32.
 
     The weight is symmetric, ``w(p, p + t) = w(p + t, p)``, so one weight map per offset
     of one half of the window serves ``t`` and ``-t`` (as in :mod:`imgproc.restoration.non_local_means`):
     each map covers the image extended by ``r``, and pixel ``q`` receives ``w_t(q) x(q + t)``
     and ``w_t(q - t) x(q - t)``; the centre's weight is 1. Half the exponentials of the
-    plain loop (benchmarks/NOTES.md, "Bilateral")."""
+    plain loop (why: benchmarks/NOTES.md, "Bilateral")."""
     n, h, w, c = x.shape
     pad = 2 * r  # the maps cover the image extended by r, their offsets r more
     p = padded_planes(x, pad, mode)

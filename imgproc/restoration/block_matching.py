@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import check_dtype, from_nhwc, resolve_max, to_nhwc
+from imgproc.core.arrays import check_dtype, from_nhwc, resolve_max, to_nhwc, to_output
 from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_mode, check_number, check_odd,
@@ -416,22 +416,14 @@ def _bm3d_batch(x, sigma, max_value, cval, *, estimate, static):
     return lax.map(one, (x, sig))
 
 
-def _to_dtype(y, out_dtype):
-    dt = jnp.dtype(out_dtype)
-    if jnp.issubdtype(dt, jnp.integer):
-        info = jnp.iinfo(dt)
-        return jnp.clip(jnp.round(y), info.min, info.max).astype(dt)
-    return y.astype(dt)
-
-
 @functools.partial(jax.jit, static_argnames=("estimate", "static", "out_dtype"))
 def _bm3d_jit(x, sigma, max_value, cval, *, estimate, static, out_dtype):
     y = _bm3d_batch(x.astype(jnp.float32), sigma, max_value, cval, estimate=estimate, static=static)
-    return _to_dtype(y, out_dtype)
+    return to_output(y, out_dtype)
 
 
 # The same algorithm with each image's references split into parts run in threads (XLA:CPU
-# runs the loop over chunks of references on one core for a grey image, about 1.5 for a
+# runs the loop over chunks of references on one core for a grey image, little more for a
 # colour one; several programs run in parallel):
 # one program prepares the image, one runs stage 1 on a part, one stage 2 on a part (against
 # the basic estimate of all parts' sums), one adds the parts' sums and finishes.
@@ -470,7 +462,7 @@ def _finish_jit(unit_sums, zs, img, max_value, *, static, parts, out_dtype):
     units = _units(img.astype(jnp.float32) * scale, opts["colour"])
     y = jnp.concatenate([_finish(s, z, u, plan=plan, colour=opts["colour"], beta=opts["beta"])
                          for s, (z, _), u in zip(unit_sums, zs, units)], axis=-1)
-    return _to_dtype(y / scale, out_dtype)
+    return to_output(y / scale, out_dtype)
 
 
 _COMPILED_PARTS: set = set()  # signatures of the part programs already compiled
@@ -521,11 +513,10 @@ def _parts(x, h, w, geom, threads):
 
 # How many reference blocks times channels one chunk holds by default on CPU: 256 keeps a
 # chunk's groups (chunk_refs * 16 blocks * channels * 64 values, float32) near 1 MB, inside a
-# core's 2 MB L2 cache; 1024 blocks of 3 channels (12 MB a stage intermediate) ran 1.3-1.6x
-# slower (benchmarks/NOTES.md "BM3D"). On a GPU a step of the loop is a few dozen kernel
-# launches whatever its size, so a chunk holds many more: a 12-megapixel colour photo took
-# 0.90 s at 1024 references a chunk, 0.36 s at 8192 and 0.35 s at 65536 (H200,
-# benchmarks/RESULTS_GPU_DENOISE.md); 8192 keeps a stage's groups near 100 MB.
+# core's L2 cache; larger chunks, whose stage intermediates spill out of it, ran slower
+# (benchmarks/NOTES.md, "BM3D"). On a GPU a step of the loop is a few dozen kernel
+# launches whatever its size, so a chunk holds many more, which ran faster there
+# (benchmarks/NOTES.md, "GPU"); 8192 keeps a stage's groups near 100 MB.
 CPU_CHUNK_BLOCKS = 256
 ACCELERATOR_CHUNK_REFS = 8192
 
@@ -584,7 +575,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       block_size: block side, 2..16 (8 as in the paper; bior1.5 needs 8, other sizes use the
         DCT in stage 1 too).
       step: reference grid spacing, 1..block_size (3 as in the paper and the package; 4 is
-        about 1.7x faster for 0.04-0.13 dB, see Notes).
+        faster for 0.04-0.13 dB less PSNR, see Notes).
       search_size: odd side of the search window, 1..75 (the package: 39; here 21).
       group_size: blocks per group in stage 1 and stage 2, powers of two from 1 to 64 (paper:
         16 and 32; here 16 and 16, see Notes).
@@ -602,14 +593,14 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       threads: how many parts of each image's references (whole chunks, see ``chunk_refs``)
         run at once, in threads, for a concrete (not traced) batch on CPU; ``None`` (default):
         the CPU cores this process may use, at most the image's chunks. XLA:CPU runs the
-        loop over chunks on at most about 1.5 cores; the parts' sums are added before stage 2
+        loop over chunks on little more than one core; the parts' sums are added before stage 2
         and at the end, so the result equals one program's up to the order of the
         floating-point sums (uint8 output: within one level). Inside ``jax.jit`` the image is
         one program.
       chunk_refs: about how many reference blocks one step of the compiled loop handles (a tile
         of the reference grid: whole rows, or pieces of one row when a row holds more).
         ``None`` (default): on CPU 256 for grey and 85 for colour (about 1 MB of groups a
-        stage step, inside a core's L2 cache; ``benchmarks/NOTES.md`` "BM3D"); 8192 on other
+        stage step, inside a core's L2 cache; why: benchmarks/NOTES.md, "BM3D"); 8192 on other
         backends (fewer, larger steps of the loop on a GPU). The result does not depend on
         it (up to float rounding).
 
@@ -630,7 +621,7 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       Deviations, each measured on 256x256 grey crops of scikit-image's ``camera``,
       ``astronaut`` and ``coffee`` at sigma 15, 25, 50 (PSNR against the package):
 
-      - search window 21 instead of 39 (39: +0.04..0.14 dB, 2-3x slower);
+      - search window 21 instead of 39 (39: +0.04..0.14 dB, and slower);
       - one block matching, on the noisy luma, shared by both stages (``rematch=True``, the
         paper's second matching on the basic estimate, was 0.01-0.08 dB worse here and costs
         a second matching);
@@ -641,15 +632,12 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
       - the DC coefficient is thresholded like the others; opponent channels are not
         min/max-normalised (a linear rescaling that does not change the result).
 
-      Result (``benchmarks/bm3d_vs_package.md``: 256x256 crops, shared 2-core CPU): grey
+      Result (``benchmarks/bm3d_vs_package.md``: 256x256 crops): grey
       camera/astronaut/coffee at sigma 15/25/50, PSNR 0.07-0.29 dB below the package (largest
-      on the textured coffee crop: 0.24 and 0.29 dB at sigma 25 and 50) with 20-22x less CPU
-      time (115-130 ms against 2.5-2.8 s); RGB astronaut/coffee/chelsea, 0.12-0.32 dB below
-      ``bm3d_rgb`` (coffee at sigma 50: 0.32) with 15-21x less CPU time (about 340 ms against
-      6.6 s). The package runs on two threads where both cores are free (its wall time can be
-      half its CPU time); these figures are from one program (``threads=1``) before the weights
-      were spread once; ``benchmarks/NOTES.md`` "BM3D" has the later ones. ``step=4``: 37-40x less
-      CPU time, 0.12-0.35 dB below the package.
+      on the textured coffee crop: 0.24 and 0.29 dB at sigma 25 and 50); RGB
+      astronaut/coffee/chelsea, 0.12-0.32 dB below ``bm3d_rgb`` (coffee at sigma 50: 0.32);
+      both in a fraction of the package's CPU time (why: benchmarks/NOTES.md, "BM3D").
+      ``step=4``: 0.12-0.35 dB below the package, in less time still.
 
     Example:
       >>> import numpy as np

@@ -128,7 +128,7 @@ def _median_rows(x, *, size, mode, flat=None):
 
     W and C are merged into one axis: a shift by one pixel is a shift by C values, and
     XLA's loops run over long rows, which vectorise, instead of an innermost axis of C
-    (benchmarks/NOTES.md, "Median"). The rows that the window does not take past the
+    (why: benchmarks/NOTES.md, "Median"). The rows that the window does not take past the
     image's top or bottom are computed from the flat image itself, without a padded copy:
     a shift by one row is a shift by W*C values, so each window row is one slice. There
     the pixels of the first and last ``r`` columns read the ends of the rows next to

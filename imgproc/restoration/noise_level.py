@@ -60,7 +60,7 @@ def order_statistics(a, ranks):
     patterns as integers, so the sought value's bits are found 11, 10 and 10 at a time,
     each from a histogram of that digit over the values that share the digits found so
     far. Three scatter-adds over ``a`` per rank instead of a sort, whose comparisons cost
-    10x more on CPU (benchmarks/NOTES.md, "Noise estimate").
+    much more on CPU (why: benchmarks/NOTES.md, "Noise estimate").
 
     >>> import numpy as np
     >>> a = np.array([[3.0, 0.0, 2.5, 7.0, 2.5]], np.float32)

@@ -7,7 +7,7 @@ summed over the channels; the weight ``w_t(p)`` follows from it; the result is t
 weighted mean of the shifted pixels (scikit-image's ``denoise_nl_means(fast_mode=True)``,
 the reference named in ``nl_means``'s docstring).
 
-What makes it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
+What makes it fast on XLA:CPU (why: benchmarks/NOTES.md, "NL-means"):
 
 * **Half the offsets.** The distance is symmetric, ``d(p, p + t) = d(p + t, p)``, so
   ``w_{-t}(q) = w_t(q - t)``: one distance map per offset of one half of the window
@@ -18,7 +18,7 @@ What makes it fast on XLA:CPU (``benchmarks/NOTES.md``, "NL-means"):
 * **Planes, channels summed by hand.** The image is handled as (N, C, H, W) planes and
   the squared differences summed channel by channel in one elementwise expression; a
   ``jnp.sum`` over the channel axis made XLA copy the shifted slice and call a reduction
-  kernel each offset (2.8x slower in all). The weight is ``exp(-e)`` with ``e = inf``
+  kernel each offset (much slower in all). The weight is ``exp(-e)`` with ``e = inf``
   past the cutoff, so the exponential is the last operation: with a ``where`` after it,
   XLA recomputed the box sums inside each of its three readers.
 * **Column sums through the loop carry.** Fused into the row sums that read them, each
