@@ -16,7 +16,7 @@ from imgproc import augment as A
 from jaxprs import equations
 
 KEY = jax.random.key(42)
-STRATEGIES = A.STRATEGIES
+STRATEGIES = imgproc.STRATEGIES
 SIMPLE_RANDOM = [n for n in A.RANDOM_OPS if n not in ("random_choice", "random_apply")]
 
 
@@ -302,7 +302,7 @@ def rgb01(seed=0):
         (lambda x: A.adjust_contrast(x, 1.4), lambda p, x: p.adjust_contrast(x, 1.4)),
         (lambda x: A.adjust_brightness(x, 0.1), lambda p, x: p.adjust_brightness(x, 0.1)),
         (lambda x: A.adjust_gamma(x, 0.7, gain=1.1), lambda p, x: p.adjust_gamma(x, 0.7, gain=1.1)),
-        (lambda x: A.rgb_to_hsv(x), lambda p, x: p.rgb_to_hsv(x)),
+        (lambda x: imgproc.rgb_to_hsv(x), lambda p, x: p.rgb_to_hsv(x)),
         (lambda x: A.rgb_to_grayscale(x, keep_channels=False), lambda p, x: p.rgb_to_grayscale(x)),
     ],
 )
@@ -325,7 +325,7 @@ def test_colour_ops_in_the_uint8_range_and_channel_first():
 
 def test_hsv_round_trip():
     x = rgb01(3)
-    np.testing.assert_allclose(A.hsv_to_rgb(A.rgb_to_hsv(x)), x, atol=1e-5)
+    np.testing.assert_allclose(imgproc.hsv_to_rgb(imgproc.rgb_to_hsv(x)), x, atol=1e-5)
 
 
 # --------------------------------------------------------------------------- pipelines, dtypes, layouts
@@ -559,10 +559,10 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     from imgproc.pipeline import execution
 
     x = batch(n, 12, 12)
-    monkeypatch.setattr(_execution, "cpu_cores", lambda: 1)
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 1)
     one = imgproc.Pipeline(SPLIT_SPEC)
     want = one(x, key=KEY)
-    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 2)
     split = imgproc.Pipeline(SPLIT_SPEC)
     assert loop_parts(split, x, KEY, jnp.arange(n), "NHWC") == 2
     for k in (KEY, jax.random.key(5)):
@@ -578,7 +578,7 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
 def test_batch_split_only_where_a_loop_runs(monkeypatch):
     from imgproc.pipeline import execution
 
-    monkeypatch.setattr(_execution, "cpu_cores", lambda: 4)
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 4)
     x = batch(40, 8, 8)
     idx = jnp.arange(40)
     assert loop_parts(imgproc.Pipeline(SPLIT_SPEC), x, KEY, idx, "NHWC") == 4

@@ -94,7 +94,7 @@ def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
     from imgproc.pipeline import execution
 
     x = np.random.default_rng(1).integers(0, 256, (16, 8, 8, 3)).astype(np.uint8)
-    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 2)
     pipe = imgproc.Pipeline([{"op": "gaussian_noise", "sigma": 0.05}])
     assert execution.loop_parts(x, loops=True, batched=True) == 2
     split = pipe(x, key=KEY)
@@ -102,7 +102,7 @@ def test_split_and_chunked_pipelines_follow_the_rule(monkeypatch):
     split_params = pipe(x, key=KEY, return_params=True)
     assert type(split_params[0]) is np.ndarray
     assert isinstance(pipe(jnp.asarray(x), key=KEY), jax.Array)
-    monkeypatch.setattr(_execution, "chunk_size", lambda shape, **k: 5)  # chunks of 5 images
+    monkeypatch.setattr(execution, "chunk_size", lambda shape, **k: 5)  # chunks of 5 images
     chunked = pipe(x, key=KEY)
     assert type(chunked) is np.ndarray and chunked.flags.writeable
     np.testing.assert_array_equal(chunked, split)

@@ -196,7 +196,7 @@ def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch
     caller holds that result, as a jax.Array or as a NumPy view of one."""
     from imgproc.pipeline import execution
 
-    monkeypatch.setattr(_execution, "cpu_cores", lambda: 2)  # two slices, on any machine
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 2)  # two slices, on any machine
     batch = buffers.aligned_empty((16, 160, 160, 3), np.uint8)  # 1.2 MB, read in place: no staging copy
     batch[...] = np.random.default_rng(1).integers(0, 256, batch.shape, dtype=np.uint8)
     pipe = imgproc.Pipeline([{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}])
@@ -443,7 +443,7 @@ def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
 
     order = []
     dispatch, check = convolution.apply_stage, _checks._check_in_place
-    monkeypatch.setattr(_convolution, "apply_stage", lambda *a, **k: order.append("dispatch") or dispatch(*a, **k))
+    monkeypatch.setattr(convolution, "apply_stage", lambda *a, **k: order.append("dispatch") or dispatch(*a, **k))
     monkeypatch.setattr(_checks, "_check_in_place", lambda a: order.append("check") or check(a))
     clean = np.random.default_rng(12).random((500, 700, 3), dtype=np.float32)
     out = imgproc.gaussian_blur(misaligned(clean, 16), 1.0)

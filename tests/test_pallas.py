@@ -138,7 +138,7 @@ def test_auto_on_a_gpu_plans_the_fused_kernel_only_for_concrete_weights(monkeypa
     from imgproc.filters import convolution
 
     assert convolution.auto_method(1, "gpu") == convolution.FUSED_IF_IT_FITS
-    monkeypatch.setattr(_convolution, "auto_method", lambda *a, **k: convolution.FUSED_IF_IT_FITS)
+    monkeypatch.setattr(convolution, "auto_method", lambda *a, **k: convolution.FUSED_IF_IT_FITS)
     assert convolution.plan_lowering(imgproc.kernels.gaussian(1.0))[0] == convolution.FUSED_IF_IT_FITS
     planned = []
     jax.jit(lambda s: planned.append(convolution.plan_lowering(None, terms=[(s * jnp.ones(3), jnp.ones(3))])[0]))(1.0)

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 
 from imgproc.core.array_type import callers_type
 from imgproc.core.eager import compiled_when_eager
-from imgproc.core.keys import bernoulli, maybe, run_random_op, uniform
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_number, check_odd, check_range
 from imgproc.filters.convolution import correlate
@@ -83,20 +83,14 @@ def motion_blur(image, length, angle, *, mode="mirror", layout=None):
 # --------------------------------------------------------------------------- random twins
 
 
-def _median_params(key, shape, *, layout, p=0.5):
+def _median_params(key, shape, *, layout, size=3, p=0.5):
+    check_odd("size", size, low=1)
     check_number("p", p, low=0, high=1)
     return {"apply": bernoulli(key, p)}
 
 
 def _apply_median(image, params, *, layout, size=3, mode="nearest"):
     return maybe(params["apply"], lambda x: median_blur(x, size=size, mode=mode, layout=layout), jnp.asarray(image))
-
-
-@callers_type
-def random_median_blur(key, image, *, size=3, p=0.5, mode="nearest", layout=None):
-    """:func:`median_blur` with probability ``p``. Parameters: ``{"apply": bool}``."""
-    check_odd("size", size, low=1)
-    return run_random_op(_median_params, _apply_median, key, image, layout=layout, p=p, size=size, mode=mode)
 
 
 def _motion_params(key, shape, *, layout, size=7, length_range=(3, 7), angle_range=(0.0, 360.0)):
@@ -114,21 +108,16 @@ def _apply_motion(image, params, *, layout, size=7, mode="mirror"):
     return correlate(image, kernel, mode=mode, layout=layout)
 
 
-@callers_type
-def random_motion_blur(key, image, *, size=7, length_range=(3, 7), angle_range=(0.0, 360.0), mode="mirror",
-                       layout=None):
-    """:func:`motion_blur` with an odd length drawn uniformly from ``length_range`` and an
-    angle from ``U(angle_range)`` degrees (albumentations' ``MotionBlur(blur_limit=(3, 7))``
-    draws the same). The kernel side is ``size`` (static) and the segment's length is
-    traced, so one program serves every draw. Parameters: ``{"length", "angle"}``."""
-    return run_random_op(_motion_params, _apply_motion, key, image, layout=layout, size=size,
-                         length_range=length_range, angle_range=angle_range, mode=mode)
-
-
 OPS = (
     OpInfo("median_blur", median_blur, checks=MODE_CHECK),
     OpInfo("motion_blur", motion_blur, checks=MODE_CHECK),
-    OpInfo("random_median_blur", random_median_blur, sample=_median_params, apply=_apply_median, checks=MODE_CHECK),
-    OpInfo("random_motion_blur", random_motion_blur, sample=_motion_params, apply=_apply_motion, checks=MODE_CHECK),
+    random_op("random_median_blur", _median_params, _apply_median, checks=MODE_CHECK,
+              doc=""":func:`median_blur` with probability ``p``. Parameters: ``{"apply": bool}``."""),
+    random_op("random_motion_blur", _motion_params, _apply_motion, checks=MODE_CHECK,
+              doc=""":func:`motion_blur` with an odd length drawn uniformly from ``length_range`` and an
+    angle from ``U(angle_range)`` degrees (albumentations' ``MotionBlur(blur_limit=(3, 7))``
+    draws the same). The kernel side is ``size`` (static) and the segment's length is
+    traced, so one program serves every draw. Parameters: ``{"length", "angle"}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -31,9 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc.core.array_type import callers_type
-from imgproc.core.keys import run_random_op
-from imgproc.core.registry import IN_LOOP, KEEPS_TARGETS, OpInfo, Stage, register_ops, resolve_targets
+from imgproc.core.keys import doctests, random_op
+from imgproc.core.registry import IN_LOOP, KEEPS_TARGETS, Stage, register_ops, resolve_targets
 from imgproc.core.validate import check_choice, check_number, is_traced
 
 STRATEGIES = ("select", "map", "group")
@@ -179,41 +178,6 @@ def _choice_batch(params, images, *, layout, ops, strategy=None, group_size=16, 
     return run_choice_batch(_branches(ops), params, images, layout, strategy, group_size, max_value, hints)
 
 
-@callers_type
-def random_choice(key, image, ops, *, weights=None, strategy=None, group_size=16, layout=None):
-    """Apply one of ``ops``, drawn with probabilities ``weights / sum(weights)`` (uniform by
-    default), built on ``lax.switch``.
-
-    Args:
-        key: a JAX PRNG key.
-        image: one image (HW, HWC, CHW) or a batch (NHWC, NCHW; image ``i`` drawn with
-            ``fold_in(key, i)``); uint8, uint16, float16, bfloat16 or float32.
-        ops: list of stages: spec dicts (``{"op": "gaussian_blur", "sigma": 1.0}``),
-            ``(op, options)`` pairs, registered ops, or plain callables ``f(image)``. Every
-            op must keep the shape and dtype. A random op gets a key derived from ``key``.
-        weights: one non-negative number per op (traced), or None for uniform.
-        strategy: how a batch runs: ``"select"``, ``"map"`` or ``"group"`` (see
-            :mod:`imgproc.augment.choice`); None picks :func:`default_strategy`. Results
-            are the same for every strategy. One image: always a real ``lax.switch``.
-        group_size: chunk size of the ``"group"`` strategy.
-        layout: None infers HW/HWC/NHWC; name CHW/NCHW.
-
-    Returns:
-        The image(s), same shape and dtype. Parameters: ``{"index", "branches"}``.
-
-    Example:
-        >>> import jax, numpy as np, imgproc
-        >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
-        >>> y = imgproc.random_choice(jax.random.key(0), x, ["flip_left_right", "flip_up_down"])
-        >>> any(np.array_equal(y, f(x)) for f in (np.fliplr, np.flipud))
-        True
-    """
-    _check_weights(weights, len(_branches(ops)))
-    resolve_strategy(strategy)
-    return run_random_op(_choice_params, _apply_choice, key, image, layout=layout, run_batch=_choice_batch, ops=ops,
-                         weights=weights, strategy=strategy, group_size=group_size)
-
-
 def _identity(image, *, layout=None):
     return image
 
@@ -233,25 +197,14 @@ def _apply_batch(params, images, *, layout, stage, strategy=None, group_size=16,
     return run_choice_batch(_branches([_identity, stage], "stage"), params, images, layout, strategy, group_size, max_value, hints)
 
 
-@callers_type
-def random_apply(key, image, stage, *, p=0.5, strategy=None, group_size=16, layout=None):
-    """Apply ``stage`` with probability ``p`` (traced), else return the image unchanged.
+def _check_choice(ops, weights, strategy):
+    _check_weights(weights, len(_branches(ops)))
+    resolve_strategy(strategy)
 
-    ``stage`` is one op as in :func:`random_choice`; ``strategy`` and ``group_size`` as there
-    (``"map"`` and ``"group"`` run it only on the images that drew it). In a spec:
-    ``{"op": "random_apply", "p": 0.5, "stage": {"op": "gaussian_blur", "sigma": 2.0}}``.
-    Parameters: ``{"index": 0 or 1, "branches": (None, the stage's parameters)}``.
 
-    Example:
-        >>> import jax, numpy as np, imgproc
-        >>> x = np.ones((2, 2), np.uint8)
-        >>> np.asarray(imgproc.random_apply(jax.random.key(0), x, "flip_left_right", p=0.0)).tolist()
-        [[1, 1], [1, 1]]
-    """
+def _check_apply(p, strategy):
     check_number("p", p, low=0, high=1)
     resolve_strategy(strategy)
-    return run_random_op(_apply_params, _apply_apply, key, image, layout=layout, run_batch=_apply_batch, stage=stage,
-                         p=p, strategy=strategy, group_size=group_size)
 
 
 def _parse_choice(opts):
@@ -281,10 +234,55 @@ def _keeps_if_all_keep(stages):
     return KEEPS_TARGETS if all(resolve_targets(s) is KEEPS_TARGETS for s in stages) else None
 
 
+# What a pipeline gives the stages held (their value range, its lowering hints); a call
+# leaves them to the held ops.
+HIDDEN = ("max_value", "hints")
+
 OPS = (
-    OpInfo("random_choice", random_choice, sample=_choice_params, apply=_apply_choice, run_batch=_choice_batch,
-           parse=_parse_choice, targets=lambda o: _keeps_if_all_keep(o["ops"])),
-    OpInfo("random_apply", random_apply, sample=_apply_params, apply=_apply_apply, run_batch=_apply_batch,
-           parse=_parse_apply, targets=lambda o: _keeps_if_all_keep([o["stage"]])),
+    random_op("random_choice", _choice_params, _apply_choice, run_batch=_choice_batch, check=_check_choice,
+              hidden=HIDDEN, parse=_parse_choice, targets=lambda o: _keeps_if_all_keep(o["ops"]),
+              doc="""Apply one of ``ops``, drawn with probabilities ``weights / sum(weights)`` (uniform by
+    default), built on ``lax.switch``.
+
+    Args:
+        key: a JAX PRNG key.
+        image: one image (HW, HWC, CHW) or a batch (NHWC, NCHW; image ``i`` drawn with
+            ``fold_in(key, i)``); uint8, uint16, float16, bfloat16 or float32.
+        ops: list of stages: spec dicts (``{"op": "gaussian_blur", "sigma": 1.0}``),
+            ``(op, options)`` pairs, registered ops, or plain callables ``f(image)``. Every
+            op must keep the shape and dtype. A random op gets a key derived from ``key``.
+        weights: one non-negative number per op (traced), or None for uniform.
+        strategy: how a batch runs: ``"select"``, ``"map"`` or ``"group"`` (see
+            :mod:`imgproc.augment.choice`); None picks :func:`default_strategy`. Results
+            are the same for every strategy. One image: always a real ``lax.switch``.
+        group_size: chunk size of the ``"group"`` strategy.
+        layout: None infers HW/HWC/NHWC; name CHW/NCHW.
+
+    Returns:
+        The image(s), same shape and dtype. Parameters: ``{"index", "branches"}``.
+
+    Example:
+        >>> import jax, numpy as np, imgproc
+        >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        >>> y = imgproc.random_choice(jax.random.key(0), x, ["flip_left_right", "flip_up_down"])
+        >>> any(np.array_equal(y, f(x)) for f in (np.fliplr, np.flipud))
+        True
+    """),
+    random_op("random_apply", _apply_params, _apply_apply, run_batch=_apply_batch, check=_check_apply,
+              hidden=HIDDEN, parse=_parse_apply, targets=lambda o: _keeps_if_all_keep([o["stage"]]),
+              doc="""Apply ``stage`` with probability ``p`` (traced), else return the image unchanged.
+
+    ``stage`` is one op as in :func:`random_choice`; ``strategy`` and ``group_size`` as there
+    (``"map"`` and ``"group"`` run it only on the images that drew it). In a spec:
+    ``{"op": "random_apply", "p": 0.5, "stage": {"op": "gaussian_blur", "sigma": 2.0}}``.
+    Parameters: ``{"index": 0 or 1, "branches": (None, the stage's parameters)}``.
+
+    Example:
+        >>> import jax, numpy as np, imgproc
+        >>> x = np.ones((2, 2), np.uint8)
+        >>> np.asarray(imgproc.random_apply(jax.random.key(0), x, "flip_left_right", p=0.0)).tolist()
+        [[1, 1], [1, 1]]
+    """),
 )
 register_ops(OPS)
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

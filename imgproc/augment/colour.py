@@ -13,7 +13,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import channel_axis, resolve_max, spatial_axes
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, maybe, run_random_op, uniform
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_number, check_range
 
@@ -272,51 +272,6 @@ def _apply_grayscale(image, params, *, layout):
     return maybe(params["gray"], lambda x: rgb_to_grayscale(x, layout=layout), jnp.asarray(image))
 
 
-@callers_type
-def random_brightness(key, image, *, max_delta=0.2, max_value=None, layout=None):
-    """:func:`adjust_brightness` by ``delta ~ U(-max_delta, max_delta)`` (``dm_pix.random_brightness``).
-    Parameters: ``{"delta"}``."""
-    return run_random_op(_brightness_params, _apply_brightness, key, image, layout=layout, max_delta=max_delta,
-                         max_value=max_value)
-
-
-@callers_type
-def random_contrast(key, image, *, lower=0.8, upper=1.2, layout=None):
-    """:func:`adjust_contrast` by ``factor ~ U(lower, upper)`` (``dm_pix.random_contrast``).
-    Parameters: ``{"factor"}``."""
-    return run_random_op(_factor_params, _apply_contrast, key, image, layout=layout, lower=lower, upper=upper)
-
-
-@callers_type
-def random_saturation(key, image, *, lower=0.8, upper=1.2, layout=None):
-    """:func:`adjust_saturation` by ``factor ~ U(lower, upper)`` (``dm_pix.random_saturation``).
-    Parameters: ``{"factor"}``."""
-    return run_random_op(_factor_params, _apply_saturation, key, image, layout=layout, lower=lower, upper=upper)
-
-
-@callers_type
-def random_hue(key, image, *, max_delta=0.1, layout=None):
-    """:func:`adjust_hue` by ``delta ~ U(-max_delta, max_delta)``, ``max_delta`` in [0, 0.5]
-    (``dm_pix.random_hue``). Parameters: ``{"delta"}``."""
-    return run_random_op(_hue_params, _apply_hue, key, image, layout=layout, max_delta=max_delta)
-
-
-@callers_type
-def random_gamma(key, image, *, min_gamma=0.8, max_gamma=1.25, gain=1.0, max_value=None, layout=None):
-    """:func:`adjust_gamma` with ``gamma ~ U(min_gamma, max_gamma)`` (``dm_pix.random_gamma``).
-    Parameters: ``{"gamma"}``."""
-    return run_random_op(_gamma_params, _apply_gamma, key, image, layout=layout, min_gamma=min_gamma,
-                         max_gamma=max_gamma, gain=gain, max_value=max_value)
-
-
-@callers_type
-def random_grayscale(key, image, *, p=0.1, layout=None):
-    """With probability ``p``, :func:`rgb_to_grayscale` (three equal channels); else unchanged.
-    The default ``p=0.1`` is ``torchvision.transforms.RandomGrayscale``'s. Parameters:
-    ``{"gray": bool}``."""
-    return run_random_op(_grayscale_params, _apply_grayscale, key, image, layout=layout, p=p)
-
-
 OPS = (
     OpInfo("adjust_brightness", adjust_brightness),
     OpInfo("adjust_contrast", adjust_contrast),
@@ -324,11 +279,25 @@ OPS = (
     OpInfo("adjust_hue", adjust_hue),
     OpInfo("adjust_gamma", adjust_gamma),
     OpInfo("rgb_to_grayscale", rgb_to_grayscale),
-    OpInfo("random_brightness", random_brightness, sample=_brightness_params, apply=_apply_brightness),
-    OpInfo("random_contrast", random_contrast, sample=_factor_params, apply=_apply_contrast),
-    OpInfo("random_saturation", random_saturation, sample=_factor_params, apply=_apply_saturation),
-    OpInfo("random_hue", random_hue, sample=_hue_params, apply=_apply_hue),
-    OpInfo("random_gamma", random_gamma, sample=_gamma_params, apply=_apply_gamma),
-    OpInfo("random_grayscale", random_grayscale, sample=_grayscale_params, apply=_apply_grayscale),
+    random_op("random_brightness", _brightness_params, _apply_brightness,
+              doc=""":func:`adjust_brightness` by ``delta ~ U(-max_delta, max_delta)`` (``dm_pix.random_brightness``).
+    Parameters: ``{"delta"}``."""),
+    random_op("random_contrast", _factor_params, _apply_contrast,
+              doc=""":func:`adjust_contrast` by ``factor ~ U(lower, upper)`` (``dm_pix.random_contrast``).
+    Parameters: ``{"factor"}``."""),
+    random_op("random_saturation", _factor_params, _apply_saturation,
+              doc=""":func:`adjust_saturation` by ``factor ~ U(lower, upper)`` (``dm_pix.random_saturation``).
+    Parameters: ``{"factor"}``."""),
+    random_op("random_hue", _hue_params, _apply_hue,
+              doc=""":func:`adjust_hue` by ``delta ~ U(-max_delta, max_delta)``, ``max_delta`` in [0, 0.5]
+    (``dm_pix.random_hue``). Parameters: ``{"delta"}``."""),
+    random_op("random_gamma", _gamma_params, _apply_gamma,
+              doc=""":func:`adjust_gamma` with ``gamma ~ U(min_gamma, max_gamma)`` (``dm_pix.random_gamma``).
+    Parameters: ``{"gamma"}``."""),
+    random_op("random_grayscale", _grayscale_params, _apply_grayscale,
+              doc="""With probability ``p``, :func:`rgb_to_grayscale` (three equal channels); else unchanged.
+    The default ``p=0.1`` is ``torchvision.transforms.RandomGrayscale``'s. Parameters:
+    ``{"gray": bool}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

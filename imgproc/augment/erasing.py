@@ -10,7 +10,7 @@ from imgproc.augment.noise import field_words, hash_normal
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import channel_axis, resolve_max, spatial_axes
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, maybe, run_random_op
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_choice, check_number
 
@@ -89,20 +89,15 @@ def _apply_erasing(image, params, *, layout, value=0.0, max_value=None):
     return maybe(params["erase"], erased, x)
 
 
-@callers_type
-def random_erasing(key, image, *, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, max_value=None, layout=None):
-    """``torchvision.transforms.RandomErasing``: with probability ``p`` erase a box of area
+OPS = (
+    OpInfo("erase", erase),
+    random_op("random_erasing", _erasing_params, _apply_erasing,
+              checks={"value": _check_fill},
+              doc="""``torchvision.transforms.RandomErasing``: with probability ``p`` erase a box of area
     ``U(scale) * H * W`` and aspect ``exp(U(log ratio))`` at a uniform position, filled with
     ``value`` (a number, per-channel values, or ``"random"``: normal noise of the image's
     range, ``N(0.5, 0.25) * max_value``). One draw (a box too large is shrunk to fit).
-    Parameters: ``{"erase", "top", "left", "height", "width", "fill_words"}``."""
-    return run_random_op(_erasing_params, _apply_erasing, key, image, layout=layout, p=p, scale=scale, ratio=ratio,
-                         value=value, max_value=max_value)
-
-
-OPS = (
-    OpInfo("erase", erase),
-    OpInfo("random_erasing", random_erasing, sample=_erasing_params, apply=_apply_erasing,
-           checks={"value": _check_fill}),
+    Parameters: ``{"erase", "top", "left", "height", "width", "fill_words"}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -17,7 +17,7 @@ from imgproc.core.arrays import spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, maybe, run_random_op, uniform
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
 from imgproc.core.registry import OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
@@ -267,20 +267,6 @@ def _apply_flip_up_down(image, params, *, layout):
     return maybe(params["flip"], lambda x: flip_up_down(x, layout=layout), jnp.asarray(image))
 
 
-@callers_type
-def random_flip_left_right(key, image, *, p=0.5, layout=None):
-    """Flip left-right with probability ``p`` (:func:`flip_left_right`). One image, or a batch
-    (image ``i`` drawn with ``fold_in(key, i)``), any layout; shape and dtype kept.
-    Parameters: ``{"flip": bool}``."""
-    return run_random_op(_flip_params, _apply_flip_left_right, key, image, layout=layout, p=p)
-
-
-@callers_type
-def random_flip_up_down(key, image, *, p=0.5, layout=None):
-    """Flip up-down with probability ``p`` (:func:`flip_up_down`). Parameters: ``{"flip": bool}``."""
-    return run_random_op(_flip_params, _apply_flip_up_down, key, image, layout=layout, p=p)
-
-
 def _rot90_params(key, shape, *, layout):
     h, w = hw(shape, layout)
     if h != w:
@@ -298,14 +284,6 @@ def _apply_rot90(image, params, *, layout):
         return lambda x: jnp.flip(jnp.swapaxes(x, a, b), a if k == 1 else b)
 
     return jax.lax.switch(params["k"], [lambda x: x, turn(1), lambda x: jnp.flip(x, (a, b)), turn(3)], x)
-
-
-@callers_type
-def random_rot90(key, image, *, layout=None):
-    """Rotate by ``k`` quarter turns, ``k`` uniform in {0, 1, 2, 3} (:func:`rot90`). The image
-    must be square (a quarter turn of a non-square image changes its shape).
-    Parameters: ``{"k": int}``."""
-    return run_random_op(_rot90_params, _apply_rot90, key, image, layout=layout)
 
 
 def _crop_size(size, shape, layout):
@@ -326,15 +304,9 @@ def _apply_crop(image, params, *, layout, size=None):
     return crop(image, params["top"], params["left"], size=_crop_size(size, image.shape, layout), layout=layout)
 
 
-@callers_type
-def random_crop(key, image, *, size=None, layout=None):
-    """Crop a ``size = (height, width)`` window at a uniform random position (every window
-    equally likely); ``size=None`` crops 7/8 of each side (224 of 256). :func:`crop`.
-    Parameters: ``{"top": int, "left": int}``."""
-    return run_random_op(_crop_params, _apply_crop, key, image, layout=layout, size=size)
-
-
-def _resized_crop_params(key, shape, *, layout, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+def _resized_crop_params(key, shape, *, layout, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    if size is not None:  # the output's size: what apply checks, checked with the draw
+        check_size_pair("size", size)
     h, w = hw(shape, layout)
     ka, kr, kt, kl = jax.random.split(key, 4)
     bw, bh = draw_box(ka, kr, h, w, scale, ratio)
@@ -360,19 +332,6 @@ def _held_box(params, in_hw):
             jnp.clip(jnp.asarray(params["width"], jnp.float32), 1.0, in_hw[1]))
 
 
-@callers_type
-def random_resized_crop(key, image, *, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), antialias=True, layout=None):
-    """Inception-style crop: a box of area ``U(scale) * H * W`` and aspect ``exp(U(log
-    ratio))``, resized to ``size`` (default: the input's size). :func:`resized_crop`.
-
-    The box follows ``torchvision.transforms.RandomResizedCrop`` but with one draw instead of
-    ten tries: a box larger than the image is shrunk to fit (keeping it inside the image).
-    Parameters: ``{"top", "left", "height", "width"}`` (float pixels).
-    """
-    return run_random_op(_resized_crop_params, _apply_resized_crop, key, image, layout=layout, size=size,
-                         scale=scale, ratio=ratio, antialias=antialias)
-
-
 def _rotate_params(key, shape, *, layout, max_degrees=15.0):
     check_number("max_degrees", max_degrees, low=0)
     m = jnp.asarray(max_degrees, jnp.float32)
@@ -381,15 +340,6 @@ def _rotate_params(key, shape, *, layout, max_degrees=15.0):
 
 def _apply_rotate(image, params, *, layout, mode="constant", cval=0.0):
     return rotate(image, params["angle"], mode=mode, cval=cval, layout=layout)
-
-
-@callers_type
-def random_rotate(key, image, *, max_degrees=15.0, mode="constant", cval=0.0, layout=None):
-    """Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).
-    Parameters: ``{"angle": degrees}``."""
-    check_sample_mode(mode)
-    return run_random_op(_rotate_params, _apply_rotate, key, image, layout=layout, max_degrees=max_degrees,
-                         mode=mode, cval=cval)
 
 
 def _translate_params(key, shape, *, layout, max_fraction=0.1):
@@ -404,15 +354,6 @@ def _translate_params(key, shape, *, layout, max_fraction=0.1):
 
 def _apply_translate(image, params, *, layout, mode="constant", cval=0.0):
     return translate(image, params["dy"], params["dx"], mode=mode, cval=cval, layout=layout)
-
-
-@callers_type
-def random_translate(key, image, *, max_fraction=0.1, mode="constant", cval=0.0, layout=None):
-    """Shift by ``(dy, dx)`` uniform in ``±max_fraction * (H, W)`` pixels (:func:`translate`;
-    ``max_fraction`` a number or a pair (rows, cols)). Parameters: ``{"dy", "dx"}``."""
-    check_sample_mode(mode)
-    return run_random_op(_translate_params, _apply_translate, key, image, layout=layout, max_fraction=max_fraction,
-                         mode=mode, cval=cval)
 
 
 # --------------------------------------------------------------------------- targets
@@ -483,6 +424,15 @@ def _op(name, fn, **pieces):
     return OpInfo(name, fn, targets=_RULES[name], checks=checks, **pieces)
 
 
+def _random(name, sample, apply, **options):
+    """A random op's registry entry and public function (:func:`random_op`), as :func:`_op`
+    says; an op with a sampling ``mode`` also checks it first on every call."""
+    if takes(apply, "mode"):
+        return random_op(name, sample, apply, targets=_RULES[name], checks={"mode": check_sample_mode},
+                         check=check_sample_mode, **options)
+    return random_op(name, sample, apply, targets=_RULES[name], **options)
+
+
 OPS = (
     _op("flip_left_right", flip_left_right),
     _op("flip_up_down", flip_up_down),
@@ -491,12 +441,34 @@ OPS = (
     _op("resized_crop", resized_crop),
     _op("rotate", rotate),
     _op("translate", translate),
-    _op("random_flip_left_right", random_flip_left_right, sample=_flip_params, apply=_apply_flip_left_right),
-    _op("random_flip_up_down", random_flip_up_down, sample=_flip_params, apply=_apply_flip_up_down),
-    _op("random_rot90", random_rot90, sample=_rot90_params, apply=_apply_rot90),
-    _op("random_crop", random_crop, sample=_crop_params, apply=_apply_crop),
-    _op("random_resized_crop", random_resized_crop, sample=_resized_crop_params, apply=_apply_resized_crop),
-    _op("random_rotate", random_rotate, sample=_rotate_params, apply=_apply_rotate),
-    _op("random_translate", random_translate, sample=_translate_params, apply=_apply_translate),
+    _random("random_flip_left_right", _flip_params, _apply_flip_left_right,
+            doc="""Flip left-right with probability ``p`` (:func:`flip_left_right`). One image, or a batch
+    (image ``i`` drawn with ``fold_in(key, i)``), any layout; shape and dtype kept.
+    Parameters: ``{"flip": bool}``."""),
+    _random("random_flip_up_down", _flip_params, _apply_flip_up_down,
+            doc="""Flip up-down with probability ``p`` (:func:`flip_up_down`). Parameters: ``{"flip": bool}``."""),
+    _random("random_rot90", _rot90_params, _apply_rot90,
+            doc="""Rotate by ``k`` quarter turns, ``k`` uniform in {0, 1, 2, 3} (:func:`rot90`). The image
+    must be square (a quarter turn of a non-square image changes its shape).
+    Parameters: ``{"k": int}``."""),
+    _random("random_crop", _crop_params, _apply_crop,
+            doc="""Crop a ``size = (height, width)`` window at a uniform random position (every window
+    equally likely); ``size=None`` crops 7/8 of each side (224 of 256). :func:`crop`.
+    Parameters: ``{"top": int, "left": int}``."""),
+    _random("random_resized_crop", _resized_crop_params, _apply_resized_crop,
+            doc="""Inception-style crop: a box of area ``U(scale) * H * W`` and aspect ``exp(U(log
+    ratio))``, resized to ``size`` (default: the input's size). :func:`resized_crop`.
+
+    The box follows ``torchvision.transforms.RandomResizedCrop`` but with one draw instead of
+    ten tries: a box larger than the image is shrunk to fit (keeping it inside the image).
+    Parameters: ``{"top", "left", "height", "width"}`` (float pixels).
+    """),
+    _random("random_rotate", _rotate_params, _apply_rotate,
+            doc="""Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).
+    Parameters: ``{"angle": degrees}``."""),
+    _random("random_translate", _translate_params, _apply_translate,
+            doc="""Shift by ``(dy, dx)`` uniform in ``±max_fraction * (H, W)`` pixels (:func:`translate`;
+    ``max_fraction`` a number or a pair (rows, cols)). Parameters: ``{"dy", "dx"}``."""),
 )
 register_ops(OPS)
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -25,7 +25,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import channel_axis, from_nhwc, materialized, resolve_max, to_nhwc
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, maybe, run_random_op
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_number, is_traced
 
@@ -334,6 +334,22 @@ def _p_params(key, shape, *, layout, p=0.5):
     return {"apply": bernoulli(key, p)}
 
 
+def _posterize_params(key, shape, *, layout, bits=4, p=0.5):
+    check_number("bits", bits, low=0, high=8)
+    return _p_params(key, shape, layout=layout, p=p)
+
+
+def _solarize_params(key, shape, *, layout, threshold=None, p=0.5):
+    if threshold is not None:
+        check_number("threshold", threshold, low=0)
+    return _p_params(key, shape, layout=layout, p=p)
+
+
+def _sharpness_params(key, shape, *, layout, factor=2.0, p=0.5):
+    check_number("factor", factor, low=0)
+    return _p_params(key, shape, layout=layout, p=p)
+
+
 def _maybe(op):
     def apply(image, params, *, layout, max_value=None, **options):
         def run(x):
@@ -368,55 +384,6 @@ def _apply_sharpness(image, params, *, layout, factor=2.0, max_value=None):
     return _maybe(adjust_sharpness)(image, params, layout=layout, max_value=max_value, factor=factor)
 
 
-@callers_type
-def random_invert(key, image, *, p=0.5, max_value=None, layout=None):
-    """:func:`invert` with probability ``p`` (torchvision's ``RandomInvert``). Parameters:
-    ``{"apply": bool}``."""
-    return run_random_op(_p_params, _apply_invert, key, image, layout=layout, p=p, max_value=max_value)
-
-
-@callers_type
-def random_posterize(key, image, *, bits=4, p=0.5, max_value=None, layout=None):
-    """:func:`posterize` with probability ``p`` (torchvision's ``RandomPosterize``; its
-    ``bits`` has no default, imgproc's is 4). Parameters: ``{"apply": bool}``."""
-    check_number("bits", bits, low=0, high=8)
-    return run_random_op(_p_params, _apply_posterize, key, image, layout=layout, p=p, bits=bits, max_value=max_value)
-
-
-@callers_type
-def random_solarize(key, image, *, threshold=None, p=0.5, max_value=None, layout=None):
-    """:func:`solarize` with probability ``p`` (torchvision's ``RandomSolarize``;
-    ``threshold=None`` is half the range, 127.5 on uint8). Parameters: ``{"apply": bool}``."""
-    if threshold is not None:
-        check_number("threshold", threshold, low=0)
-    return run_random_op(_p_params, _apply_solarize, key, image, layout=layout, p=p, threshold=threshold,
-                         max_value=max_value)
-
-
-@callers_type
-def random_equalize(key, image, *, p=0.5, max_value=None, layout=None):
-    """:func:`equalize` with probability ``p`` (torchvision's ``RandomEqualize``). Parameters:
-    ``{"apply": bool}``."""
-    return run_random_op(_p_params, _apply_equalize, key, image, layout=layout, p=p, max_value=max_value)
-
-
-@callers_type
-def random_autocontrast(key, image, *, p=0.5, max_value=None, layout=None):
-    """:func:`autocontrast` with probability ``p`` (torchvision's ``RandomAutocontrast``).
-    Parameters: ``{"apply": bool}``."""
-    return run_random_op(_p_params, _apply_autocontrast, key, image, layout=layout, p=p, max_value=max_value)
-
-
-@callers_type
-def random_adjust_sharpness(key, image, *, factor=2.0, p=0.5, max_value=None, layout=None):
-    """:func:`adjust_sharpness` by ``factor`` with probability ``p`` (torchvision's
-    ``RandomAdjustSharpness(sharpness_factor, p)``; imgproc's default factor is 2).
-    Parameters: ``{"apply": bool}``."""
-    check_number("factor", factor, low=0)
-    return run_random_op(_p_params, _apply_sharpness, key, image, layout=layout, p=p, factor=factor,
-                         max_value=max_value)
-
-
 OPS = (
     OpInfo("to_float", to_float, out_dtype="float32"),
     OpInfo("normalize", normalize, out_dtype="float32"),
@@ -426,11 +393,25 @@ OPS = (
     OpInfo("equalize", equalize),
     OpInfo("autocontrast", autocontrast),
     OpInfo("adjust_sharpness", adjust_sharpness),
-    OpInfo("random_invert", random_invert, sample=_p_params, apply=_apply_invert),
-    OpInfo("random_posterize", random_posterize, sample=_p_params, apply=_apply_posterize),
-    OpInfo("random_solarize", random_solarize, sample=_p_params, apply=_apply_solarize),
-    OpInfo("random_equalize", random_equalize, sample=_p_params, apply=_apply_equalize),
-    OpInfo("random_autocontrast", random_autocontrast, sample=_p_params, apply=_apply_autocontrast),
-    OpInfo("random_adjust_sharpness", random_adjust_sharpness, sample=_p_params, apply=_apply_sharpness),
+    random_op("random_invert", _p_params, _apply_invert,
+              doc=""":func:`invert` with probability ``p`` (torchvision's ``RandomInvert``). Parameters:
+    ``{"apply": bool}``."""),
+    random_op("random_posterize", _posterize_params, _apply_posterize,
+              doc=""":func:`posterize` with probability ``p`` (torchvision's ``RandomPosterize``; its
+    ``bits`` has no default, imgproc's is 4). Parameters: ``{"apply": bool}``."""),
+    random_op("random_solarize", _solarize_params, _apply_solarize,
+              doc=""":func:`solarize` with probability ``p`` (torchvision's ``RandomSolarize``;
+    ``threshold=None`` is half the range, 127.5 on uint8). Parameters: ``{"apply": bool}``."""),
+    random_op("random_equalize", _p_params, _apply_equalize,
+              doc=""":func:`equalize` with probability ``p`` (torchvision's ``RandomEqualize``). Parameters:
+    ``{"apply": bool}``."""),
+    random_op("random_autocontrast", _p_params, _apply_autocontrast,
+              doc=""":func:`autocontrast` with probability ``p`` (torchvision's ``RandomAutocontrast``).
+    Parameters: ``{"apply": bool}``."""),
+    random_op("random_adjust_sharpness", _sharpness_params, _apply_sharpness,
+              doc=""":func:`adjust_sharpness` by ``factor`` with probability ``p`` (torchvision's
+    ``RandomAdjustSharpness(sharpness_factor, p)``; imgproc's default factor is 2).
+    Parameters: ``{"apply": bool}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -35,7 +35,7 @@ from imgproc.augment.common import back, channels
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc.core.images import check_image
-from imgproc.core.keys import run_random_op
+from imgproc.core.keys import doctests, random_op
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_int, check_range, is_traced
 
@@ -195,19 +195,13 @@ def _apply_jpeg(image, params, *, layout, max_value=None):
     return jpeg_compression(image, params["quality"], max_value=max_value, layout=layout)
 
 
-@callers_type
-def random_jpeg_compression(key, image, *, quality_range=(30, 95), max_value=None, layout=None):
-    """:func:`jpeg_compression` at a quality drawn uniformly from the integers of
-    ``quality_range`` (inclusive; albumentations' ``ImageCompression`` default range is
-    (99, 100), torchvision's ``JPEG`` takes the range explicitly). Parameters:
-    ``{"quality": int32}``."""
-    check_range("quality_range", quality_range, low=1, high=100)
-    return run_random_op(_jpeg_params, _apply_jpeg, key, image, layout=layout, quality_range=quality_range,
-                         max_value=max_value)
-
-
 OPS = (
     OpInfo("jpeg_compression", jpeg_compression),
-    OpInfo("random_jpeg_compression", random_jpeg_compression, sample=_jpeg_params, apply=_apply_jpeg),
+    random_op("random_jpeg_compression", _jpeg_params, _apply_jpeg,
+              doc=""":func:`jpeg_compression` at a quality drawn uniformly from the integers of
+    ``quality_range`` (inclusive; albumentations' ``ImageCompression`` default range is
+    (99, 100), torchvision's ``JPEG`` takes the range explicitly). Parameters:
+    ``{"quality": int32}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -29,7 +29,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import run_random_op, uniform
+from imgproc.core.keys import doctests, random_op, uniform
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_number, check_range, check_size_pair
 
@@ -136,17 +136,12 @@ def _apply_clahe(image, params, *, layout, tiles=(8, 8), max_value=None):
     return clahe(image, clip_limit=params["clip_limit"], tiles=tiles, max_value=max_value, layout=layout)
 
 
-@callers_type
-def random_clahe(key, image, *, clip_range=(1.0, 4.0), tiles=(8, 8), max_value=None, layout=None):
-    """:func:`clahe` with ``clip_limit ~ U(clip_range)`` (albumentations' ``CLAHE(clip_limit=(1,
-    4))`` range; it applies CLAHE to the L channel of Lab for RGB images, imgproc to each
-    channel). Parameters: ``{"clip_limit"}``."""
-    return run_random_op(_clahe_params, _apply_clahe, key, image, layout=layout, clip_range=clip_range, tiles=tiles,
-                         max_value=max_value)
-
-
 OPS = (
     OpInfo("clahe", clahe),
-    OpInfo("random_clahe", random_clahe, sample=_clahe_params, apply=_apply_clahe),
+    random_op("random_clahe", _clahe_params, _apply_clahe,
+              doc=""":func:`clahe` with ``clip_limit ~ U(clip_range)`` (albumentations' ``CLAHE(clip_limit=(1,
+    4))`` range; it applies CLAHE to the L channel of Lab for RGB images, imgproc to each
+    channel). Parameters: ``{"clip_limit"}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

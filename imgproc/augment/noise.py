@@ -19,10 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc.augment.common import back, to_float
-from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import resolve_max
-from imgproc.core.keys import run_random_op
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.keys import doctests, random_op
+from imgproc.core.registry import KEEPS_TARGETS, register_ops
 from imgproc.core.validate import check_number
 
 
@@ -134,15 +133,6 @@ def _apply_gaussian_noise(image, params, *, layout, sigma=0.05, max_value=None):
     return back(to_float(x) + n * (jnp.asarray(sigma, jnp.float32) * m), x.dtype)
 
 
-@callers_type
-def gaussian_noise(key, image, *, sigma=0.05, max_value=None, layout=None):
-    """Add i.i.d. normal noise of standard deviation ``sigma * max_value`` to every value
-    (``skimage.util.random_noise(mode="gaussian", var=sigma**2)`` without its clipping).
-    Parameters: ``{"words"}`` (the two uint32 words of the field)."""
-    return run_random_op(_gaussian_noise_params, _apply_gaussian_noise, key, image, layout=layout, sigma=sigma,
-                         max_value=max_value)
-
-
 def _speckle_params(key, shape, *, layout, sigma=0.1):
     check_number("sigma", sigma, low=0)
     return _field_params(key, shape, layout=layout)
@@ -153,14 +143,6 @@ def _apply_speckle(image, params, *, layout, sigma=0.1):
     n = hash_normal(params["words"], x.shape, layout) * jnp.asarray(sigma, jnp.float32)
     xf = to_float(x)
     return back(xf + xf * n, x.dtype)
-
-
-@callers_type
-def speckle_noise(key, image, *, sigma=0.1, layout=None):
-    """Multiplicative noise ``x + x * n``, ``n ~ N(0, sigma**2)``
-    (``skimage.util.random_noise(mode="speckle", var=sigma**2)`` without its clipping).
-    Parameters: ``{"words"}``."""
-    return run_random_op(_speckle_params, _apply_speckle, key, image, layout=layout, sigma=sigma)
 
 
 def _salt_and_pepper_params(key, shape, *, layout, amount=0.05, salt_vs_pepper=0.5):
@@ -179,19 +161,20 @@ def _apply_salt_and_pepper(image, params, *, layout, amount=0.05, salt_vs_pepper
     return back(y, x.dtype)
 
 
-@callers_type
-def salt_and_pepper(key, image, *, amount=0.05, salt_vs_pepper=0.5, max_value=None, layout=None):
-    """Replace a fraction ``amount`` of the values by ``max_value`` (salt, with probability
+OPS = (
+    random_op("gaussian_noise", _gaussian_noise_params, _apply_gaussian_noise,
+              doc="""Add i.i.d. normal noise of standard deviation ``sigma * max_value`` to every value
+    (``skimage.util.random_noise(mode="gaussian", var=sigma**2)`` without its clipping).
+    Parameters: ``{"words"}`` (the two uint32 words of the field)."""),
+    random_op("speckle_noise", _speckle_params, _apply_speckle,
+              doc="""Multiplicative noise ``x + x * n``, ``n ~ N(0, sigma**2)``
+    (``skimage.util.random_noise(mode="speckle", var=sigma**2)`` without its clipping).
+    Parameters: ``{"words"}``."""),
+    random_op("salt_and_pepper", _salt_and_pepper_params, _apply_salt_and_pepper,
+              doc="""Replace a fraction ``amount`` of the values by ``max_value`` (salt, with probability
     ``salt_vs_pepper``) or 0 (pepper), each value independently:
     ``skimage.util.random_noise(mode="s&p")``'s definition (per value, not per pixel).
-    Parameters: ``{"hit_words", "salt_words"}``."""
-    return run_random_op(_salt_and_pepper_params, _apply_salt_and_pepper, key, image, layout=layout, amount=amount,
-                         salt_vs_pepper=salt_vs_pepper, max_value=max_value)
-
-
-OPS = (
-    OpInfo("gaussian_noise", gaussian_noise, sample=_gaussian_noise_params, apply=_apply_gaussian_noise),
-    OpInfo("speckle_noise", speckle_noise, sample=_speckle_params, apply=_apply_speckle),
-    OpInfo("salt_and_pepper", salt_and_pepper, sample=_salt_and_pepper_params, apply=_apply_salt_and_pepper),
+    Parameters: ``{"hit_words", "salt_words"}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

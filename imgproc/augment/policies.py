@@ -37,10 +37,9 @@ import numpy as np
 from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batch
 from imgproc.augment.common import back, hw
 from imgproc.augment.warp import affine_matrix, warp
-from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import resolve_max
-from imgproc.core.keys import run_random_op
-from imgproc.core.registry import IN_LOOP, OpInfo, register_ops
+from imgproc.core.keys import doctests, random_op
+from imgproc.core.registry import IN_LOOP, register_ops
 from imgproc.core.validate import check_choice, check_int, check_number
 from imgproc.augment.intensity import (
     autocontrast_float,
@@ -426,6 +425,11 @@ def _check_bins(magnitude, num_magnitude_bins):
     return bins
 
 
+def _check_auto(policy, fill, strategy, group_size):
+    check_choice("policy", policy, POLICIES)
+    _check_common(fill, strategy, group_size)
+
+
 def _signed(key, mags, signed, ops):
     """torchvision: a signed op's magnitude is negated when ``rand() <= 0.5``."""
     flip = jax.random.uniform(key, ops.shape) <= 0.5
@@ -449,40 +453,6 @@ def _rand_params(key, shape, *, layout, num_ops=2, magnitude=9, num_magnitude_bi
 _apply_rand, _batch_rand = _policy_runners("rand", 2)
 
 
-@callers_type
-def rand_augment(key, image, *, num_ops=2, magnitude=9, num_magnitude_bins=31, fill=0.0, strategy=None,
-                 group_size=16, max_value=None, layout=None):
-    """RandAugment: ``num_ops`` ops drawn uniformly (with replacement) from torchvision's 14
-    (Identity, ShearX, ShearY, TranslateX, TranslateY, Rotate, Brightness, Color, Contrast,
-    Sharpness, Posterize, Solarize, AutoContrast, Equalize), each at bin ``magnitude`` of
-    ``num_magnitude_bins`` (negated with probability 1/2 for signed ops): torchvision v2's
-    ``RandAugment(num_ops, magnitude, num_magnitude_bins)`` (see the module docstring for
-    the ops and their tables).
-
-    Args:
-        key: a JAX key (an int is a seed); image ``i`` of a batch uses ``fold_in(key, i)``.
-        image: HW, HWC, CHW, NHWC or NCHW; 1 or 3 channels; any accepted dtype.
-        num_ops, magnitude, num_magnitude_bins: static integers; ``magnitude`` in
-            ``[0, num_magnitude_bins - 1]`` (``ValueError`` otherwise).
-        fill: the value of pixels brought in from outside by the geometric ops (image units).
-        strategy, group_size: how a batch runs (:mod:`imgproc.augment.choice`); same numbers.
-
-    Returns:
-        The image(s), same shape and dtype. Parameters: ``{"op": int32[num_ops] (index in
-        the list above), "magnitude": float32[num_ops] (signed)}``.
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> x = np.random.default_rng(0).integers(0, 256, (4, 16, 16, 3)).astype(np.uint8)
-        >>> imgproc.rand_augment(0, x, num_ops=2, magnitude=9).shape
-        (4, 16, 16, 3)
-    """
-    _check_common(fill, strategy, group_size)
-    return run_random_op(_rand_params, _apply_rand, key, image, layout=layout, run_batch=_batch_rand, num_ops=num_ops,
-                         magnitude=magnitude, num_magnitude_bins=num_magnitude_bins, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
-
-
 # --------------------------------------------------------------------------- TrivialAugmentWide
 
 
@@ -497,26 +467,6 @@ def _wide_params(key, shape, *, layout, num_magnitude_bins=31):
 
 
 _apply_wide, _batch_wide = _policy_runners("wide", 2)
-
-
-@callers_type
-def trivial_augment(key, image, *, num_magnitude_bins=31, fill=0.0, strategy=None, group_size=16, max_value=None,
-                    layout=None):
-    """TrivialAugment Wide: one op drawn uniformly from torchvision's 14 (as
-    :func:`rand_augment`, with the wide ranges: shear 0.99, translate 32 px, rotate 135°,
-    colour 0.99, posterize 8..2 bits) at a bin drawn uniformly from ``num_magnitude_bins``:
-    torchvision v2's ``TrivialAugmentWide``. Options and layouts as :func:`rand_augment`.
-    Parameters: ``{"op": int32[1], "magnitude": float32[1]}``.
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> imgproc.trivial_augment(0, np.zeros((2, 8, 8, 3), np.uint8)).dtype
-        dtype('uint8')
-    """
-    _check_common(fill, strategy, group_size)
-    return run_random_op(_wide_params, _apply_wide, key, image, layout=layout, run_batch=_batch_wide,
-                         num_magnitude_bins=num_magnitude_bins, fill=fill, strategy=strategy, group_size=group_size,
-                         max_value=max_value)
 
 
 # --------------------------------------------------------------------------- AutoAugment
@@ -550,27 +500,6 @@ def _auto_params(key, shape, *, layout, policy="imagenet"):
 _apply_auto, _batch_auto = _policy_runners("auto", 2)
 
 
-@callers_type
-def auto_augment(key, image, *, policy="imagenet", fill=0.0, strategy=None, group_size=16, max_value=None,
-                 layout=None):
-    """AutoAugment: one of the 25 sub-policies of ``policy`` (``"imagenet"``, ``"cifar10"``,
-    ``"svhn"``) drawn uniformly, each of its two ops applied with its probability, at its
-    bin of 10 (negated with probability 1/2 for signed ops): torchvision v2's
-    ``AutoAugment(policy)``. Options and layouts as :func:`rand_augment`.
-    Parameters: ``{"sub_policy": int32, "op": int32[2] (0 = skipped), "magnitude":
-    float32[2]}``.
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> imgproc.auto_augment(0, np.zeros((2, 8, 8, 3), np.uint8), policy="svhn").shape
-        (2, 8, 8, 3)
-    """
-    check_choice("policy", policy, POLICIES)
-    _check_common(fill, strategy, group_size)
-    return run_random_op(_auto_params, _apply_auto, key, image, layout=layout, run_batch=_batch_auto, policy=policy,
-                         fill=fill, strategy=strategy, group_size=group_size, max_value=max_value)
-
-
 # --------------------------------------------------------------------------- AugMix
 
 
@@ -599,29 +528,6 @@ def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1
 _apply_augmix, _batch_augmix = _policy_runners("augmix", 10)
 
 
-@callers_type
-def aug_mix(key, image, *, severity=3, width=3, depth=-1, alpha=1.0, fill=0.0, strategy=None, group_size=16,
-            max_value=None, layout=None):
-    """AugMix: ``width`` chains of ``depth`` ops (1 to 3, drawn per chain, for ``depth=-1``)
-    drawn uniformly from torchvision's 13 AugMix ops at a bin drawn uniformly from the
-    first ``severity`` of 10, mixed as ``m0 * x + m1 * sum(w_i * chain_i(x))`` with ``(m0,
-    m1) ~ Dirichlet(alpha, alpha)`` and ``w ~ Dirichlet(alpha, ..., alpha)``: torchvision
-    v2's ``AugMix(severity, mixture_width=width, chain_depth=depth, alpha, all_ops=True)``.
-    Options and layouts as :func:`rand_augment`. Parameters: ``{"op": int32[width, D],
-    "magnitude": float32[width, D], "weights": float32[width + 1]}`` (D = 3 for
-    ``depth=-1``; op 0 pads a shorter chain).
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> imgproc.aug_mix(0, np.zeros((2, 8, 8, 3), np.uint8)).shape
-        (2, 8, 8, 3)
-    """
-    _check_common(fill, strategy, group_size)
-    return run_random_op(_augmix_params, _apply_augmix, key, image, layout=layout, run_batch=_batch_augmix,
-                         severity=severity, width=width, depth=depth, alpha=alpha, fill=fill, strategy=strategy,
-                         group_size=group_size, max_value=max_value)
-
-
 def _parse(opts):
     _check_common(opts.get("fill", 0.0), opts.get("strategy"), opts.get("group_size", 16))
     return opts
@@ -639,12 +545,72 @@ def _parse_auto(opts):
 
 
 OPS = (
-    OpInfo("rand_augment", rand_augment, sample=_rand_params, apply=_apply_rand, run_batch=_batch_rand,
-           parse=_parse_rand),
-    OpInfo("trivial_augment", trivial_augment, sample=_wide_params, apply=_apply_wide, run_batch=_batch_wide,
-           parse=_parse),
-    OpInfo("auto_augment", auto_augment, sample=_auto_params, apply=_apply_auto, run_batch=_batch_auto,
-           parse=_parse_auto),
-    OpInfo("aug_mix", aug_mix, sample=_augmix_params, apply=_apply_augmix, run_batch=_batch_augmix, parse=_parse),
+    random_op("rand_augment", _rand_params, _apply_rand, run_batch=_batch_rand, check=_check_common, parse=_parse_rand,
+              doc="""RandAugment: ``num_ops`` ops drawn uniformly (with replacement) from torchvision's 14
+    (Identity, ShearX, ShearY, TranslateX, TranslateY, Rotate, Brightness, Color, Contrast,
+    Sharpness, Posterize, Solarize, AutoContrast, Equalize), each at bin ``magnitude`` of
+    ``num_magnitude_bins`` (negated with probability 1/2 for signed ops): torchvision v2's
+    ``RandAugment(num_ops, magnitude, num_magnitude_bins)`` (see the module docstring for
+    the ops and their tables).
+
+    Args:
+        key: a JAX key (an int is a seed); image ``i`` of a batch uses ``fold_in(key, i)``.
+        image: HW, HWC, CHW, NHWC or NCHW; 1 or 3 channels; any accepted dtype.
+        num_ops, magnitude, num_magnitude_bins: static integers; ``magnitude`` in
+            ``[0, num_magnitude_bins - 1]`` (``ValueError`` otherwise).
+        fill: the value of pixels brought in from outside by the geometric ops (image units).
+        strategy, group_size: how a batch runs (:mod:`imgproc.augment.choice`); same numbers.
+
+    Returns:
+        The image(s), same shape and dtype. Parameters: ``{"op": int32[num_ops] (index in
+        the list above), "magnitude": float32[num_ops] (signed)}``.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.random.default_rng(0).integers(0, 256, (4, 16, 16, 3)).astype(np.uint8)
+        >>> imgproc.rand_augment(0, x, num_ops=2, magnitude=9).shape
+        (4, 16, 16, 3)
+    """),
+    random_op("trivial_augment", _wide_params, _apply_wide, run_batch=_batch_wide, check=_check_common, parse=_parse,
+              doc="""TrivialAugment Wide: one op drawn uniformly from torchvision's 14 (as
+    :func:`rand_augment`, with the wide ranges: shear 0.99, translate 32 px, rotate 135°,
+    colour 0.99, posterize 8..2 bits) at a bin drawn uniformly from ``num_magnitude_bins``:
+    torchvision v2's ``TrivialAugmentWide``. Options and layouts as :func:`rand_augment`.
+    Parameters: ``{"op": int32[1], "magnitude": float32[1]}``.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.trivial_augment(0, np.zeros((2, 8, 8, 3), np.uint8)).dtype
+        dtype('uint8')
+    """),
+    random_op("auto_augment", _auto_params, _apply_auto, run_batch=_batch_auto, check=_check_auto, parse=_parse_auto,
+              doc="""AutoAugment: one of the 25 sub-policies of ``policy`` (``"imagenet"``, ``"cifar10"``,
+    ``"svhn"``) drawn uniformly, each of its two ops applied with its probability, at its
+    bin of 10 (negated with probability 1/2 for signed ops): torchvision v2's
+    ``AutoAugment(policy)``. Options and layouts as :func:`rand_augment`.
+    Parameters: ``{"sub_policy": int32, "op": int32[2] (0 = skipped), "magnitude":
+    float32[2]}``.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.auto_augment(0, np.zeros((2, 8, 8, 3), np.uint8), policy="svhn").shape
+        (2, 8, 8, 3)
+    """),
+    random_op("aug_mix", _augmix_params, _apply_augmix, run_batch=_batch_augmix, check=_check_common, parse=_parse,
+              doc="""AugMix: ``width`` chains of ``depth`` ops (1 to 3, drawn per chain, for ``depth=-1``)
+    drawn uniformly from torchvision's 13 AugMix ops at a bin drawn uniformly from the
+    first ``severity`` of 10, mixed as ``m0 * x + m1 * sum(w_i * chain_i(x))`` with ``(m0,
+    m1) ~ Dirichlet(alpha, alpha)`` and ``w ~ Dirichlet(alpha, ..., alpha)``: torchvision
+    v2's ``AugMix(severity, mixture_width=width, chain_depth=depth, alpha, all_ops=True)``.
+    Options and layouts as :func:`rand_augment`. Parameters: ``{"op": int32[width, D],
+    "magnitude": float32[width, D], "weights": float32[width + 1]}`` (D = 3 for
+    ``depth=-1``; op 0 pads a shorter chain).
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.aug_mix(0, np.zeros((2, 8, 8, 3), np.uint8)).shape
+        (2, 8, 8, 3)
+    """),
 )
 register_ops(OPS)
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

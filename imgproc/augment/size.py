@@ -21,7 +21,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import spatial_axes
 from imgproc.core.boundary import pad_axis
 from imgproc.core.images import check_image
-from imgproc.core.keys import run_random_op, uniform
+from imgproc.core.keys import doctests, random_op, uniform
 from imgproc.core.registry import OpInfo, TargetRule, register_ops
 from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 
@@ -373,37 +373,18 @@ def _resize_params(key, shape, *, layout, size=None, scale=(0.5, 2.0)):
             "left": jnp.sign(dw) * jnp.floor(jax.random.uniform(kl) * (jnp.abs(dw) + 1.0))}
 
 
+def _check_resize(size, cval, method):
+    _check_scaled_method(method)
+    if size is not None:
+        check_size_pair("size", size)
+    check_number("cval", cval)
+
+
 def _apply_resize(image, params, *, layout, size=None, cval=0.0, method="linear", antialias=True):
     _check_scaled_method(method)
     image = jnp.asarray(image)
     return scaled_placement(image, params["scale"], params["top"], params["left"], _canvas(size, image.shape, layout),
                             layout=layout, method=method, antialias=antialias, cval=cval)
-
-
-@callers_type
-def random_resize(key, image, *, size=None, scale=(0.5, 2.0), cval=0.0, method="linear", antialias=True, layout=None):
-    """Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by
-    ``s * min(height / H, width / W)`` with ``s`` uniform in ``scale`` (``s = 1`` fits it in
-    ``size``, keeping the aspect ratio), then placed at a uniform random integer position
-    on a ``size`` canvas of ``cval``: padded where it is smaller, cropped where larger (the
-    "large scale jitter" of detection training: resize, then random crop or pad to a fixed
-    size). ``method``: linear, cubic, lanczos3 or nearest.
-
-    Every image of a batch draws its own scale and position; the output shape is ``size``
-    for all. Parameters: ``{"scale", "top", "left"}`` (``top``/``left``: the scaled image's
-    top-left corner on the canvas, pixels, negative when cropped). Any layout; dtype kept.
-
-    Example:
-        >>> import jax, numpy as np, imgproc
-        >>> imgproc.random_resize(0, np.zeros((2, 30, 40, 3), np.uint8), size=(32, 32)).shape
-        (2, 32, 32, 3)
-    """
-    _check_scaled_method(method)
-    if size is not None:
-        check_size_pair("size", size)
-    check_number("cval", cval)
-    return run_random_op(_resize_params, _apply_resize, key, image, layout=layout, size=size, scale=scale, cval=cval,
-                         method=method, antialias=antialias)
 
 
 # --------------------------------------------------------------------------- targets
@@ -459,7 +440,24 @@ OPS = (
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
     OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_place),
            checks={"method": _check_method}),
-    OpInfo("random_resize", random_resize, sample=_resize_params, apply=_apply_resize,
-           targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method}),
+    random_op("random_resize", _resize_params, _apply_resize, check=_check_resize,
+              targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method},
+              doc="""Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by
+    ``s * min(height / H, width / W)`` with ``s`` uniform in ``scale`` (``s = 1`` fits it in
+    ``size``, keeping the aspect ratio), then placed at a uniform random integer position
+    on a ``size`` canvas of ``cval``: padded where it is smaller, cropped where larger (the
+    "large scale jitter" of detection training: resize, then random crop or pad to a fixed
+    size). ``method``: linear, cubic, lanczos3 or nearest.
+
+    Every image of a batch draws its own scale and position; the output shape is ``size``
+    for all. Parameters: ``{"scale", "top", "left"}`` (``top``/``left``: the scaled image's
+    top-left corner on the canvas, pixels, negative when cropped). Any layout; dtype kept.
+
+    Example:
+        >>> import jax, numpy as np, imgproc
+        >>> imgproc.random_resize(0, np.zeros((2, 30, 40, 3), np.uint8), size=(32, 32)).shape
+        (2, 32, 32, 3)
+    """),
 )
 register_ops(OPS)
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

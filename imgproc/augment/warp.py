@@ -24,7 +24,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import spatial_axes
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, run_random_op, uniform
+from imgproc.core.keys import bernoulli, doctests, random_op, uniform
 from imgproc.core.registry import OpInfo, register_ops
 from imgproc.core.validate import check_choice, check_number, check_range, is_traced
 
@@ -229,28 +229,15 @@ def _apply_affine(image, params, *, layout, interpolation="bilinear", cval=0.0):
                 interpolation=_check_interpolation(interpolation), cval=cval)
 
 
-@callers_type
-def random_affine(key, image, *, degrees=10.0, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=0.0,
-                  interpolation="bilinear", cval=0.0, layout=None):
-    """torchvision's ``RandomAffine(degrees, translate, scale, shear)`` draw, applied with
-    :func:`affine`: angle uniform in ``degrees`` (a number ``d``: ``(-d, d)``), translation
-    ``round(U(-fx * W, fx * W))``, ``round(U(-fy * H, fy * H))`` pixels for ``translate =
-    (fx, fy)``, scale uniform in ``scale``, shear ``x`` uniform in ``shear`` (a number
-    ``s``: ``(-s, s)``; four numbers: x range then y range). ``(0, 0)`` / ``(1, 1)`` / ``0``
-    turn a part off. Parameters: ``{"angle", "tx", "ty", "scale", "shear_x", "shear_y"}``.
-    Any layout; shape and dtype kept.
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> imgproc.random_affine(0, np.zeros((2, 8, 8, 3), np.uint8), degrees=30).shape
-        (2, 8, 8, 3)
-    """
+def _check_warp(interpolation, cval):
     _check_interpolation(interpolation)
     check_number("cval", cval)
+
+
+def _check_affine(translate, interpolation, cval):
+    _check_warp(interpolation, cval)
     if _shape(translate) != (2,):
         raise ValueError(f"translate must be a pair of fractions (x, y) in [0, 1]; got {translate!r}")
-    return run_random_op(_affine_params, _apply_affine, key, image, layout=layout, degrees=degrees,
-                         translate=translate, scale=scale, shear=shear, interpolation=interpolation, cval=cval)
 
 
 def corners(h, w):
@@ -288,24 +275,6 @@ def _apply_perspective(image, params, *, layout, interpolation="bilinear", cval=
                 interpolation=_check_interpolation(interpolation), cval=cval)
 
 
-@callers_type
-def random_perspective(key, image, *, distortion_scale=0.5, p=0.5, interpolation="bilinear", cval=0.0, layout=None):
-    """With probability ``p``, :func:`perspective` from the image's corners to corners moved
-    inwards by up to ``distortion_scale`` times half the side (integer pixels, torchvision's
-    ``RandomPerspective.get_params``). Parameters: ``{"endpoints": (4, 2)}`` (the corners
-    themselves when not applied). Any layout; shape and dtype kept.
-
-    Example:
-        >>> import numpy as np, imgproc
-        >>> imgproc.random_perspective(0, np.zeros((2, 8, 8, 3), np.uint8), p=1.0).shape
-        (2, 8, 8, 3)
-    """
-    _check_interpolation(interpolation)
-    check_number("cval", cval)
-    return run_random_op(_perspective_params, _apply_perspective, key, image, layout=layout,
-                         distortion_scale=distortion_scale, p=p, interpolation=interpolation, cval=cval)
-
-
 # how boxes, masks and keypoints follow each warp (imgproc.augment.targets): its matrix
 
 
@@ -320,10 +289,34 @@ OPS = (
     OpInfo("perspective", perspective,
            targets=matrix_rule(lambda q, i, o, /, startpoints, endpoints, **_: perspective_matrix(startpoints, endpoints)),
            checks=INTERPOLATION_CHECK),
-    OpInfo("random_affine", random_affine, sample=_affine_params, apply=_apply_affine,
-           targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW")), checks=INTERPOLATION_CHECK),
-    OpInfo("random_perspective", random_perspective, sample=_perspective_params, apply=_apply_perspective,
-           targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW")),
-           checks=INTERPOLATION_CHECK),
+    random_op("random_affine", _affine_params, _apply_affine, check=_check_affine,
+              targets=matrix_rule(lambda q, i, o, /, **_: _affine_params_matrix(q, i, "HW")), checks=INTERPOLATION_CHECK,
+              doc="""torchvision's ``RandomAffine(degrees, translate, scale, shear)`` draw, applied with
+    :func:`affine`: angle uniform in ``degrees`` (a number ``d``: ``(-d, d)``), translation
+    ``round(U(-fx * W, fx * W))``, ``round(U(-fy * H, fy * H))`` pixels for ``translate =
+    (fx, fy)``, scale uniform in ``scale``, shear ``x`` uniform in ``shear`` (a number
+    ``s``: ``(-s, s)``; four numbers: x range then y range). ``(0, 0)`` / ``(1, 1)`` / ``0``
+    turn a part off. Parameters: ``{"angle", "tx", "ty", "scale", "shear_x", "shear_y"}``.
+    Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.random_affine(0, np.zeros((2, 8, 8, 3), np.uint8), degrees=30).shape
+        (2, 8, 8, 3)
+    """),
+    random_op("random_perspective", _perspective_params, _apply_perspective, check=_check_warp,
+              targets=matrix_rule(lambda q, i, o, /, **_: _perspective_params_matrix(q, i, "HW")),
+              checks=INTERPOLATION_CHECK,
+              doc="""With probability ``p``, :func:`perspective` from the image's corners to corners moved
+    inwards by up to ``distortion_scale`` times half the side (integer pixels, torchvision's
+    ``RandomPerspective.get_params``). Parameters: ``{"endpoints": (4, 2)}`` (the corners
+    themselves when not applied). Any layout; shape and dtype kept.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> imgproc.random_perspective(0, np.zeros((2, 8, 8, 3), np.uint8), p=1.0).shape
+        (2, 8, 8, 3)
+    """),
 )
 register_ops(OPS)
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote

@@ -7,23 +7,28 @@ index, never on the batch size or split, the device count or the worker count.
 
 A random op is ``sample`` (draws a pytree of parameters for one image) and ``apply`` (the
 deterministic op with them), see :mod:`imgproc.core.registry`. :func:`run_random_op` is the
-body of every public ``random_x(key, image, ...)``.
+body of every public ``random_x(key, image, ...)``, and :func:`random_op` writes that
+function from the two pieces and returns its registry row (optax's factories, kornia's
+parameter generators): a random op is its sampler, its deterministic op and one table line.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
 import jax.numpy as jnp
 
+from imgproc.core.array_type import callers_type
 from imgproc.core.devices import batch_partition, freeze, map_batch
 from imgproc.core.eager import run_compiled
 from imgproc.core.images import check_image
-from imgproc.core.registry import pick_options
+from imgproc.core.registry import OpInfo, pick_options, takes
 from imgproc.core.validate import check_key
 
-__all__ = ["BATCH_LAYOUTS", "bernoulli", "image_layout", "maybe", "run_random_op", "sample_batch", "stage_key", "uniform"]
+__all__ = ["BATCH_LAYOUTS", "bernoulli", "doctests", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch",
+           "stage_key", "uniform"]
 
 BATCH_LAYOUTS = {"NHWC": "HWC", "NCHW": "CHW"}
 
@@ -82,6 +87,119 @@ def _run_batch(sample, apply, run_batch, inner, options, images, key, indices):
     if run_batch is not None:
         return run_batch(params, images, layout=inner, **pick_options(run_batch, options))
     return jax.vmap(lambda x, p: apply(x, p, layout=inner, **pick_options(apply, options)))(images, params)
+
+
+# --------------------------------------------------------------------------- the factory
+
+# Parameters of the pieces that are not options of the public function: what the function
+# or a pipeline supplies (the key, the image or batch, its shape, the drawn parameters,
+# the layout, the lowering hints, a run's last step).
+_NOT_OPTIONS = ("key", "shape", "image", "images", "params", "layout", "hints", "finish")
+
+
+def random_op(name, sample, apply, *, doc, run_batch=None, check=None, hidden=(), module=None, **info) -> OpInfo:
+    """The registry row of the random op ``name`` made of ``sample`` and ``apply`` (and
+    ``run_batch``), its public function written from them: ``name(key, image, *, <options>,
+    layout=None)`` runs :func:`run_random_op` and returns the caller's array type
+    (:func:`~imgproc.core.array_type.callers_type`).
+
+    The options are the keyword parameters of ``sample``, then those of ``apply`` and
+    ``run_batch`` not named yet, with their defaults (a name given two defaults is refused),
+    in that order, except that ``max_value`` (the value range, which a pipeline supplies)
+    comes last; an option without a default (``random_choice``'s ``ops``) is a positional
+    parameter after ``image``. ``hints=None`` follows ``layout`` when ``apply`` or
+    ``run_batch`` takes the lowering hints.
+
+    Args:
+        name: the op's name: spec name and the function's ``__name__``.
+        sample: ``sample(key, shape, *, layout, ...) -> params``.
+        apply: ``apply(image, params, *, layout, ...) -> image``, the deterministic op.
+        doc: the function's docstring (its examples run as doctests through
+            :func:`doctests`).
+        run_batch: ``run_batch(params, images, *, layout, ...)``: how a batch runs (ops with
+            a strategy); None: ``apply`` under ``vmap``.
+        check: checks the function makes on every call before anything is drawn (those a
+            one-image call would otherwise skip, or make only later), called with the
+            options it names.
+        hidden: options of the pieces that the public function does not take (a pipeline
+            supplies them).
+        module: the function's ``__module__``; None: ``sample``'s.
+        **info: the rest of the :class:`~imgproc.core.registry.OpInfo` (``parse``,
+            ``targets``, ``checks``, ...).
+
+    Example:
+        >>> import inspect, jax.numpy as jnp, numpy as np
+        >>> from imgproc.core.keys import random_op, uniform
+        >>> def shift_params(key, shape, *, layout, max_shift=1.0):
+        ...     return {"shift": uniform(key, -max_shift, max_shift)}
+        >>> def apply_shift(image, params, *, layout):
+        ...     return jnp.asarray(image) + params["shift"]
+        >>> row = random_op("random_shift", shift_params, apply_shift, doc="Add a random shift.")
+        >>> row.fn.__name__, str(inspect.signature(row.fn))
+        ('random_shift', '(key, image, *, max_shift=1.0, layout=None)')
+        >>> row.fn(0, np.zeros((2, 2), np.float32), max_shift=0.0).tolist()
+        [[0.0, 0.0], [0.0, 0.0]]
+    """
+    pieces = [f for f in (sample, apply, run_batch) if f is not None]
+    signature = _signature(name, pieces, hidden)
+    names = [p.name for p in signature.parameters.values() if p.name not in ("key", "image", "layout")]
+
+    def random_x(*args, **kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:  # a wrong call, named as Python names it
+            raise TypeError(f"{name}() {e}") from None
+        bound.apply_defaults()
+        given = bound.arguments
+        options = {k: given[k] for k in names}
+        if check is not None:
+            check(**pick_options(check, options))
+        return run_random_op(sample, apply, given["key"], given["image"], layout=given["layout"], run_batch=run_batch,
+                             **options)
+
+    random_x.__signature__ = signature
+    random_x.__name__ = random_x.__qualname__ = name
+    random_x.__doc__ = doc
+    random_x.__module__ = module or sample.__module__
+    return OpInfo(name, callers_type(random_x), sample=sample, apply=apply, run_batch=run_batch, **info)
+
+
+def _signature(name, pieces, hidden) -> inspect.Signature:
+    options = {}
+    for piece in pieces:
+        for p in inspect.signature(piece).parameters.values():
+            if p.kind not in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) or p.name in _NOT_OPTIONS or p.name in hidden:
+                continue
+            if p.name in options and not _same(options[p.name].default, p.default):
+                raise ValueError(f"{name}: option {p.name!r} has two defaults, {options[p.name].default!r} "
+                                 f"and {p.default!r}")
+            options.setdefault(p.name, p.replace(annotation=inspect.Parameter.empty))
+    if "max_value" in options:
+        options["max_value"] = options.pop("max_value")
+    P = inspect.Parameter
+    params = [P("key", P.POSITIONAL_OR_KEYWORD), P("image", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD) for n, p in options.items() if p.default is P.empty]
+    params += [P(n, P.KEYWORD_ONLY, default=p.default) for n, p in options.items() if p.default is not P.empty]
+    params.append(P("layout", P.KEYWORD_ONLY, default=None))
+    if "hints" not in hidden and any(takes(piece, "hints") for piece in pieces[1:]):
+        params.append(P("hints", P.KEYWORD_ONLY, default=None))
+    return inspect.Signature(params)
+
+
+def _same(a, b) -> bool:
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def doctests(ops) -> dict:
+    """A module's ``__test__``: the docstrings of the functions in ``ops`` (registry rows)
+    written by :func:`random_op`, which doctest's finder would not collect (they are not
+    defined in the module), so that their examples run under ``pytest --doctest-modules``."""
+    return {info.name: info.fn.__doc__ for info in ops
+            if inspect.unwrap(info.fn).__code__ is _WRITTEN and ">>>" in (info.fn.__doc__ or "")}
+
+
+# the code of every function random_op writes
+_WRITTEN = next(c for c in random_op.__code__.co_consts if inspect.iscode(c) and c.co_name == "random_x")
 
 
 # --------------------------------------------------------------------------- draws

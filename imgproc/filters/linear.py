@@ -26,7 +26,7 @@ from imgproc.filters.convolution import (
     plan_lowering,
     run_lowering,
 )
-from imgproc.core.keys import run_random_op, uniform
+from imgproc.core.keys import doctests, random_op, uniform
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_method, check_mode, check_number, check_odd, check_odd_pair, check_range,
                                check_sigma_pair, is_traced)
@@ -259,17 +259,6 @@ def _apply_blur(image, params, *, layout, sigma_range=(0.1, 2.0), size=None, mod
     return gaussian_blur(image, params["sigma"], size=_blur_size(sigma_range, size), mode=mode, layout=layout, hints=hints)
 
 
-@callers_type
-def random_gaussian_blur(key, image, *, sigma_range=(0.1, 2.0), size=None, mode="reflect", layout=None, hints=None):
-    """:func:`gaussian_blur` with ``sigma ~ U(sigma_range)``. The kernel side is static:
-    ``size`` or, by default, scipy's rule for the largest sigma (``2 * int(4 * hi + 0.5) + 1``).
-    ``sigma`` is traced: a new draw (or a new ``sigma_range``) never recompiles.
-    Parameters: ``{"sigma"}``."""
-    _blur_size(sigma_range, size)
-    return run_random_op(_blur_params, _apply_blur, key, image, layout=layout, sigma_range=sigma_range, size=size,
-                         mode=mode, hints=hints)
-
-
 def _sharpen_params(key, shape, *, layout, center_range=(40.0, 100.0), size=5):
     check_range("center_range", center_range, low=size * size - 1 + 1e-3)
     return {"center": uniform(key, center_range[0], center_range[1])}
@@ -277,15 +266,6 @@ def _sharpen_params(key, shape, *, layout, center_range=(40.0, 100.0), size=5):
 
 def _apply_sharpen(image, params, *, layout, size=5, mode="reflect", hints=None):
     return sharpen(image, center=params["center"], size=size, mode=mode, layout=layout, hints=hints)
-
-
-@callers_type
-def random_sharpen(key, image, *, center_range=(40.0, 100.0), size=5, mode="reflect", layout=None, hints=None):
-    """:func:`sharpen` with the kernel's centre weight ``~ U(center_range)`` (smaller
-    is stronger; must stay above ``size**2 - 1``; the seed chapter's 5x5 kernel has 50).
-    Parameters: ``{"center"}``."""
-    return run_random_op(_sharpen_params, _apply_sharpen, key, image, layout=layout, center_range=center_range,
-                         size=size, mode=mode, hints=hints)
 
 
 def _gaussian_reach(options) -> int:
@@ -324,7 +304,15 @@ OPS = (
     OpInfo("unsharp_mask", unsharp_mask, radius=_gaussian_reach, checks=FILTER_CHECKS),
     OpInfo("emboss", emboss, radius=lambda o: 1, checks=FILTER_CHECKS),
     OpInfo("edges", edges, radius=lambda o: 1, checks=FILTER_CHECKS),
-    OpInfo("random_gaussian_blur", random_gaussian_blur, sample=_blur_params, apply=_apply_blur, checks=MODE_CHECK),
-    OpInfo("random_sharpen", random_sharpen, sample=_sharpen_params, apply=_apply_sharpen, checks=MODE_CHECK),
+    random_op("random_gaussian_blur", _blur_params, _apply_blur, check=_blur_size, checks=MODE_CHECK,
+              doc=""":func:`gaussian_blur` with ``sigma ~ U(sigma_range)``. The kernel side is static:
+    ``size`` or, by default, scipy's rule for the largest sigma (``2 * int(4 * hi + 0.5) + 1``).
+    ``sigma`` is traced: a new draw (or a new ``sigma_range``) never recompiles.
+    Parameters: ``{"sigma"}``."""),
+    random_op("random_sharpen", _sharpen_params, _apply_sharpen, checks=MODE_CHECK,
+              doc=""":func:`sharpen` with the kernel's centre weight ``~ U(center_range)`` (smaller
+    is stronger; must stay above ``size**2 - 1``; the seed chapter's 5x5 kernel has 50).
+    Parameters: ``{"center"}``."""),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
+__test__ = doctests(OPS)  # the examples of the functions random_op wrote
