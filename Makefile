@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test bench bench-gpu clean
+.PHONY: demo test test-fast slow-tests bench bench-gpu clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -28,15 +28,23 @@ demo: $(VENV)/.installed-demo
 	$(PY) scripts/demo.py
 
 # Two worker processes (pytest-xdist): the suite is mostly single-threaded tracing and
-# compiling, so on 2 cores it takes 12 minutes instead of 18 (22 instead of 33 with an empty
-# compilation cache; 2026-11-26). Tests marked with
-# one xdist_group share a worker (--dist loadgroup): test_ray.py's local Ray cluster starts
-# once (whole files per worker, --dist loadfile, took 15 minutes: the workers unbalanced).
+# compiling. Tests marked with one xdist_group share a worker (--dist loadgroup): the Ray
+# tests' local cluster starts once. `make test` is the whole suite (what CI runs);
+# `make test-fast` leaves out the slowest tests (tests/slow_tests.txt), for a change's own
+# loop; `make slow-tests` measures the whole suite and writes that list again.
 test: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadgroup
 
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow"
+
+slow-tests: $(VENV)/.installed
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=0 -q > .durations.txt || true
+	$(PY) scripts/slow_tests.py .durations.txt --budget 240
+
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/performance_page.py
 
 # On a machine with an NVIDIA GPU: installs jax[cuda12] and torchvision into .venv, writes
 # benchmarks/RESULTS_GPU.md and RESULTS_GPU_DENOISE.md; the next `make bench` copies them

@@ -188,7 +188,7 @@ def run_section(quick=False, log=print):
               "OpenCV's and imgproc's `bilateral` (which equal each other, tested).",
               "scikit-image's fast NL-means sums the patch distance over a (s-1)x(s-1) window (an off-by-one in "
               "its integral-image lookup) and uses an approximate exponential; imgproc's `nl_means` uses the full "
-              "s x s patch, so at the same h it filters slightly less (see tests/test_restoration.py)."]
+              "s x s patch, so at the same h it filters slightly less (see tests/restoration/test_restoration.py)."]
     lines += h_rule_rows(data, cases)
     lines += speed_rows(quick)
     return "\n".join(lines)

@@ -1,12 +1,12 @@
 """The fused Pallas kernel (``method="pallas"``) on a real GPU: parity, then tile sizes.
 
 Run on a machine with an NVIDIA GPU (it needs the native Mosaic GPU lowering; off a GPU the
-kernel is tested in interpret mode by tests/test_pallas.py instead):
+kernel is tested in interpret mode by tests/filters/test_pallas.py instead):
 
     python benchmarks/gpu_pallas.py --out pallas.json
 
 1. **Parity**: ``imgproc.filters.pallas.correlate_fused`` compiled for the GPU against
-   ``scipy.ndimage.correlate`` in float64 on the host, over tests/test_pallas.py's tile
+   ``scipy.ndimage.correlate`` in float64 on the host, over tests/filters/test_pallas.py's tile
    cases (partial tiles, an image smaller than the kernel, 1, 3 and 4 channels, every
    boundary mode) on fresh random inputs; the largest absolute error of each.
 2. **Tile sizes**: the Gaussian σ = 1 (5×5) and σ = 3 (25×25) on a 256×224×224×3 float32

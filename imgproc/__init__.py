@@ -6,8 +6,8 @@ for the layers.
 
 The public API is declared here, once:
 
-* every registered op (:func:`registered_ops`: filters, restoration, augmentation) is public
-  under its own name: ``imgproc.gaussian_blur``, ``imgproc.random_hue``. The modules that
+* every op the package registers (filters, restoration, augmentation; not one a user adds
+  with :func:`register_op`) is public under its own name: ``imgproc.gaussian_blur``, ``imgproc.random_hue``. The modules that
   register them are :data:`_OP_FAMILIES`; a new op is its function, its registry entry and
   its docs line, nothing here;
 * every other public name is in :data:`_NAMES` (the module that defines it), and the public
@@ -76,7 +76,8 @@ def _load() -> dict:
             importlib.import_module(module)
         from imgproc.core.registry import lookup, registered_ops
 
-        names = {op: lookup(op).fn for op in registered_ops()}
+        ops = (lookup(op) for op in registered_ops())  # the package's own: not ops a user registered
+        names = {info.name: info.fn for info in ops if info.fn.__module__.startswith(__name__ + ".")}
         for module, entries in _NAMES.items():
             mod = importlib.import_module(module)
             for entry in entries:

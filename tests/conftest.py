@@ -57,3 +57,15 @@ def compilations():
             jax.monitoring.unregister_event_duration_listener(listener)
 
     return count
+
+
+# The fast tier (`make test-fast`): every test but those listed in tests/slow_tests.txt, the
+# slowest of a whole run (`make slow-tests` measures the suite and writes the list again).
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = set(SLOW_TESTS.read_text().splitlines()) if SLOW_TESTS.exists() else set()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)

@@ -21,7 +21,7 @@ uses) do to it, without the entropy coding (lossless, so it does not change a pi
 One-channel images are the Y channel alone (no subsampling). Values are mapped to 0..255
 first (``x * 255 / max_value``) and back at the end, so any range works. The DCT is in
 float32 where libjpeg's default uses a 13-bit fixed-point one (``JDCT_ISLOW``): results
-differ from Pillow's by rounding, measured in ``tests/test_jpeg.py`` and
+differ from Pillow's by rounding, measured in ``tests/augment/test_jpeg.py`` and
 ``docs/augment.md`` (PSNR between this and Pillow's decoded JPEG).
 """
 
@@ -159,7 +159,7 @@ def jpeg_compression(image, quality, *, max_value=None, layout=None):
     computed in JAX (see the module docstring for every step): 4:2:0 chroma subsampling,
     8x8 DCT, the IJG quantisation tables scaled as libjpeg does, libjpeg's fancy chroma
     upsampling. Compared with Pillow's encoder and decoder at the same quality in
-    ``tests/test_jpeg.py`` (PSNR, see docs/augment.md).
+    ``tests/augment/test_jpeg.py`` (PSNR, see docs/augment.md).
 
     Args:
         image: HW, HWC, CHW, NHWC or NCHW with 1 or 3 channels; any accepted dtype (values

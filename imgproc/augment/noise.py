@@ -84,9 +84,9 @@ def hash_normal(words, shape, layout=None):
     same distribution, and one short polynomial. At most :data:`MAX_FIELD_VALUES` values
     a field; with 24-bit ``u`` the largest value is about 5.9.
 
-    Written for XLA:CPU's loop emitter (benchmarks/NOTES.md, "Hashed noise"): on an image
-    whose last axis is 3 channels, a loop body past a size limit is vectorised along that
-    axis alone (4 lanes, masked) instead of across pixels, 4x slower; the Box-Muller pair
+    Written for XLA:CPU's loop emitter (why: benchmarks/NOTES.md, "Hashed noise"): on an
+    image whose last axis is 3 channels, a loop body past a size limit is vectorised along
+    that axis alone (4 lanes, masked) instead of across pixels, which is slower; the Box-Muller pair
     of consecutive counters (``i >> 1``) and the octant-reduced cosine each put the noise
     op over that limit."""
     size = int(np.prod(shape))

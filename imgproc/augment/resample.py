@@ -10,7 +10,7 @@ gathers whole columns after a transpose. Same weights as ``scale_and_translate(.
 method="linear")``: half-pixel centres, the triangle widened by ``1 / scale`` when
 ``antialias`` and shrinking, input indices outside ``[0, n_in)`` dropped and the rest
 renormalised, and an output pixel whose centre maps outside the input is 0. Equal to it
-within float rounding (tests/test_augment.py compares both, and Pillow's ``F``-mode
+within float rounding (tests/augment/test_augment.py compares both, and Pillow's ``F``-mode
 bilinear resize with a ``box``).
 
 Measured against the dense matrices: benchmarks/NOTES.md, "ImageNet training recipe".

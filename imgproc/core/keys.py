@@ -57,8 +57,8 @@ def run_random_op(sample, apply, key, image, *, layout=None, run_batch=None, **o
     devices stays split, each image drawing from its global index
     (:mod:`imgproc.core.devices`). Called eagerly (nothing traced, options of Python values
     and stages), the draw and the op run as one compiled program per op and layout, its
-    floats as arguments (:mod:`imgproc.core.eager`): run op by op, a batch of 256 images of
-    224x224x3 took seconds (benchmarks/NOTES.md, "Hashed noise")."""
+    floats as arguments (:mod:`imgproc.core.eager`), not op by op (why: benchmarks/NOTES.md,
+    "Hashed noise")."""
     key = check_key(key)
     image, layout = check_image(image, layout)
     image = jnp.asarray(image)

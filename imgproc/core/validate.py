@@ -21,7 +21,7 @@ from imgproc.errors import LayoutWarning
 # scipy.ndimage's boundary modes (imgproc.core.boundary implements them)
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")
 # scipy's grid-* names: for filters (ndimage.correlate, gaussian_filter, uniform_filter)
-# scipy computes exactly the same as these modes (verified in tests/test_first_contact.py)
+# scipy computes exactly the same as these modes (verified in tests/core/test_conventions.py)
 MODE_ALIASES = {"grid-mirror": "reflect", "grid-wrap": "wrap", "grid-constant": "constant"}
 # modes of the geometry ops (sample, rotate, translate): scipy.ndimage's interpolation names.
 # Their "wrap" is scipy's "grid-wrap"; "grid-mirror" is "reflect"; "grid-constant" (cval
@@ -289,9 +289,9 @@ def check_layout(layout, ndim: int, shape=None) -> str:
 def _user_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside imgproc, for a warning issued by the
     caller of this function."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # imgproc/, above core/
     frame, level = sys._getframe(2), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level
 

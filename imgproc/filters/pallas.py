@@ -22,7 +22,7 @@ The weights are compiled into the kernel as constants (zero taps skipped, symmet
 pairs share a multiply, as in :mod:`imgproc.filters.separable`), so the weights must be concrete.
 On a CUDA GPU the kernel runs natively; on every other backend it runs in Pallas's GPU
 interpret mode, which simulates the shared memory, the TMA copies and the barriers on the
-host: the same kernel, slow, for testing (tests/test_filters.py runs the shared parity
+host: the same kernel, slow, for testing (tests/filters/test_filters.py runs the shared parity
 table through it). ``auto`` picks this lowering on a GPU for a concrete kernel of one
 separable term where a tile fits (:func:`fits`): it is faster than the XLA passes there,
 and the tile of 16 rows by 224 values was the fastest of those timed by

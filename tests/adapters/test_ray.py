@@ -31,7 +31,7 @@ from imgproc.errors import UnavailableError
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 EXE = os.path.join(os.path.dirname(sys.executable), "imgproc")
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_images"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_images"
 RANDOM_SPEC = [{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}]
 BAD = {"corrupt.jpg", "truncated.png", "notes.png", "huge.png"}
 

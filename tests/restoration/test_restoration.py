@@ -231,7 +231,7 @@ def test_median_interior_from_the_flat_image_and_border_bands_match_scipy(size, 
 
 @pytest.mark.parametrize("grid, plain", list(GRID_MODES.items()))
 def test_every_restoration_op_takes_scipys_grid_modes(grid, plain, rng):
-    # the aliases are the same extension (scipy's premise, checked in test_first_contact);
+    # the aliases are the same extension (scipy's premise, checked in tests/core/test_conventions.py);
     # the borders compared the mode's name with "constant" before canonicalising it, so
     # "grid-constant" extended by the edge pixel: wrong pixels for median and bilateral
     x = (rng.random((12, 13, 3)) * 200 + 30).astype(np.uint8)

@@ -99,7 +99,7 @@ def test_same_output_with_0_and_2_workers():
 
 # --------------------------------------------------------------------------- spawned workers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "grain_training_input.py"
 
 

@@ -16,10 +16,10 @@ import imgproc
 from imgproc.errors import ImgprocWarning, InvalidImageError
 from imgproc.io.loader import read_image
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared case tables
 from loader_corpus import BAD, GOOD, generate, ramp16, rgb8  # noqa: E402
 
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_images"
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_images"
 SAMPLE_FILES = sorted(p.name for p in SAMPLES.iterdir() if p.suffix in (".jpg", ".png"))
 
 

@@ -20,7 +20,7 @@ import imgproc
 from imgproc.errors import ImgprocWarning, InvalidImageError
 from imgproc.io.native_stderr import captured
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared case tables
 from loader_corpus import BAD, GOOD, generate  # noqa: E402
 
 EXE = os.path.join(os.path.dirname(sys.executable), "imgproc")

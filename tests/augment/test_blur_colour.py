@@ -108,7 +108,7 @@ def test_colour_space_ranges_and_round_trips():
 # --------------------------------------------------------------------------- CLAHE
 
 CAT = np.asarray(__import__("PIL.Image", fromlist=["Image"]).open(
-    __import__("pathlib").Path(__file__).resolve().parents[1] / "sample_images" / "chelsea.jpg").convert("RGB"))
+    __import__("pathlib").Path(__file__).resolve().parents[2] / "sample_images" / "chelsea.jpg").convert("RGB"))
 
 
 @pytest.mark.parametrize("clip, tiles", [(40.0, (8, 8)), (2.0, (8, 8)), (4.0, (4, 6)), (0.0, (3, 3)), (1.0, (3, 1))])

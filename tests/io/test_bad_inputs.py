@@ -18,7 +18,7 @@ from imgproc.cli import cli as imgproc_cli
 from imgproc.errors import ImgprocWarning, InvalidImageError
 from imgproc.io.loader import read_image
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared case tables
 from bad_inputs import CASES, cmyk_jpeg, generate, photo  # noqa: E402
 
 BY_NAME = {c.name: c for c in CASES}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from harness import (Case, Group, Row, Target, command_env, find, group_table, load, round_order, save,  # noqa: E402
                      targets_table, time_group)

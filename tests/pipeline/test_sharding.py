@@ -32,7 +32,7 @@ FOUR = jax.device_count() == DEVICES and jax.default_backend() == "cpu"
 four_devices = pytest.mark.skipif(not FOUR, reason="runs in its own 4-device process (test_in_a_four_device_process)")
 COLLECTIVES = re.compile(r"all-gather|all-reduce|collective-permute|all-to-all|reduce-scatter|collective-broadcast")
 KEY = jax.random.key(7)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(FOUR, reason="this is the 4-device process itself")

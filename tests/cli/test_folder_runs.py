@@ -18,7 +18,7 @@ from PIL import Image
 
 from imgproc.cli import cli as imgproc_cli
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared case tables
 from bad_inputs import bomb, photo  # noqa: E402
 
 BAD = {

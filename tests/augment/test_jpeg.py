@@ -14,7 +14,7 @@ from PIL import Image
 import imgproc
 from imgproc.augment import jpeg as J
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CAT = np.asarray(Image.open(ROOT / "sample_images" / "chelsea.jpg").convert("RGB"))[40:150, 100:227]  # 110 x 127
 
 

@@ -1,0 +1,40 @@
+"""Options that make each registered op run: its required options, and a setting of the
+others where the default would test little. Shared by the spec round trip
+(tests/test_architecture.py) and the registry-wide conformance tests (tests/test_conformance.py).
+"""
+
+EXAMPLE_OPTIONS = {
+    "correlate": {"kernel": [[0, 1, 0], [1, -4, 1], [0, 1, 0]]},
+    "convolve": {"kernel": [[1, 2, 1]]},
+    "box_blur": {"size": 3},
+    "gaussian_blur": {"sigma": 1.5},
+    "crop": {"top": 1, "left": 2, "size": [4, 5]},
+    "resized_crop": {"top": 1.5, "left": 0.5, "height": 5.0, "width": 6.0, "size": [8, 8]},
+    "rotate": {"angle": 20.0},
+    "translate": {"dy": 1.5, "dx": -2.0},
+    "erase": {"top": 1, "left": 1, "height": 3, "width": 2},
+    "adjust_brightness": {"delta": 0.1},
+    "adjust_contrast": {"factor": 1.5},
+    "adjust_saturation": {"factor": 0.5},
+    "adjust_hue": {"delta": 0.2},
+    "adjust_gamma": {"gamma": 0.8},
+    "random_choice": {"ops": [{"op": "flip_up_down"}, {"op": "random_brightness"}]},
+    "random_apply": {"stage": {"op": "random_hue"}},
+    "random_crop": {"size": [6, 6]},
+    "bilateral": {"sigma_color": 20.0, "sigma_spatial": 1.5},
+    "bm3d": {"sigma": 20.0},
+    "resize": {"size": [7, 13]},
+    "resize_shorter": {"size": 8, "max_size": 12},
+    "pad": {"padding": [1, 2, 3, 4], "mode": "wrap"},
+    "center_crop": {"size": [6, 12]},
+    "letterbox": {"size": [9, 14], "cval": 0.5},
+    "random_resize": {"size": [9, 9], "scale": [0.5, 1.5]},
+    "perspective": {"startpoints": [[0, 0], [9, 0], [9, 9], [0, 9]], "endpoints": [[1, 0], [9, 2], [8, 9], [0, 7]]},
+    "affine": {"angle": 12.0, "translate": [1, 2], "scale": 0.9, "shear": [5.0, 0.0]},
+    "normalize": {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]},
+    "posterize": {"bits": 3},
+    "solarize": {"threshold": 100},
+    "adjust_sharpness": {"factor": 0.5},
+    "jpeg_compression": {"quality": 40},
+    "motion_blur": {"length": 5, "angle": 30.0},
+}
