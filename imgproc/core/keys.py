@@ -161,6 +161,7 @@ def random_op(name, sample, apply, *, doc, run_batch=None, check=None, hidden=()
     random_x.__name__ = random_x.__qualname__ = name
     random_x.__doc__ = doc
     random_x.__module__ = module or sample.__module__
+    random_x.written_by_random_op = True  # functools.wraps carries it to the callers_type wrapper
     return OpInfo(name, callers_type(random_x), sample=sample, apply=apply, run_batch=run_batch, **info)
 
 
@@ -195,11 +196,7 @@ def doctests(ops) -> dict:
     written by :func:`random_op`, which doctest's finder would not collect (they are not
     defined in the module), so that their examples run under ``pytest --doctest-modules``."""
     return {info.name: info.fn.__doc__ for info in ops
-            if inspect.unwrap(info.fn).__code__ is _WRITTEN and ">>>" in (info.fn.__doc__ or "")}
-
-
-# the code of every function random_op writes
-_WRITTEN = next(c for c in random_op.__code__.co_consts if inspect.iscode(c) and c.co_name == "random_x")
+            if getattr(info.fn, "written_by_random_op", False) and ">>>" in (info.fn.__doc__ or "")}
 
 
 # --------------------------------------------------------------------------- draws
