@@ -323,7 +323,7 @@ def build(results_dir: Path) -> str:
         m = re.match(r"^With imgproc\.reuse_host_memory\(\) in the process:\s*(.*)$", title)
         if m:
             reuse[m.group(1)] = tables[0]
-        elif title.startswith(("Augment", "ImageNet training recipe")):
+        elif title.startswith(("Augment", "ImageNet training recipe", "One epoch of")):
             augment.append((title, tables[0]))
         elif "whole command" in title or "whole job" in title or title.startswith("Folder"):
             command.append((title, tables[0]))

@@ -61,6 +61,27 @@ def numpy_mix(images, labels, rng):
     return out, lam * y + (1 - lam) * yp
 
 
+def albumentations_trivial_augment(A):
+    """albumentations' equivalents of TrivialAugmentWide's 14 ops, one drawn per image
+    (``A.OneOf``), torchvision's ranges."""
+    return A.OneOf([
+        A.NoOp(p=1.0),
+        A.Affine(shear={"x": (-44.7, 44.7), "y": (0, 0)}, p=1.0),  # atan(0.99) in degrees
+        A.Affine(shear={"x": (0, 0), "y": (-44.7, 44.7)}, p=1.0),
+        A.Affine(translate_px={"x": (-32, 32), "y": (0, 0)}, p=1.0),
+        A.Affine(translate_px={"x": (0, 0), "y": (-32, 32)}, p=1.0),
+        A.Affine(rotate=(-135, 135), p=1.0),
+        A.ColorJitter(brightness=(0.01, 1.99), contrast=0, saturation=0, hue=0, p=1.0),
+        A.ColorJitter(brightness=0, contrast=0, saturation=(0.01, 1.99), hue=0, p=1.0),
+        A.ColorJitter(brightness=0, contrast=(0.01, 1.99), saturation=0, hue=0, p=1.0),
+        A.Sharpen(p=1.0),
+        A.Posterize(num_bits=(2, 8), p=1.0),
+        A.Solarize(threshold_range=(0.0, 1.0), p=1.0),
+        A.AutoContrast(p=1.0),
+        A.Equalize(p=1.0),
+    ], p=1.0)
+
+
 def run(quick: bool = False):
     """``(groups, rows)``: every implementation on the same batch (256 images, 5 rounds;
     ``quick``: 64 images, 2 rounds)."""
@@ -98,22 +119,7 @@ def run(quick: bool = False):
     try:
         import albumentations as A
 
-        trivial = A.OneOf([
-            A.NoOp(p=1.0),
-            A.Affine(shear={"x": (-44.7, 44.7), "y": (0, 0)}, p=1.0),  # atan(0.99) in degrees
-            A.Affine(shear={"x": (0, 0), "y": (-44.7, 44.7)}, p=1.0),
-            A.Affine(translate_px={"x": (-32, 32), "y": (0, 0)}, p=1.0),
-            A.Affine(translate_px={"x": (0, 0), "y": (-32, 32)}, p=1.0),
-            A.Affine(rotate=(-135, 135), p=1.0),
-            A.ColorJitter(brightness=(0.01, 1.99), contrast=0, saturation=0, hue=0, p=1.0),
-            A.ColorJitter(brightness=0, contrast=0, saturation=(0.01, 1.99), hue=0, p=1.0),
-            A.ColorJitter(brightness=0, contrast=(0.01, 1.99), saturation=0, hue=0, p=1.0),
-            A.Sharpen(p=1.0),
-            A.Posterize(num_bits=(2, 8), p=1.0),
-            A.Solarize(threshold_range=(0.0, 1.0), p=1.0),
-            A.AutoContrast(p=1.0),
-            A.Equalize(p=1.0),
-        ], p=1.0)
+        trivial = albumentations_trivial_augment(A)
         aug = A.Compose([
             A.RandomResizedCrop(size=(224, 224), scale=(0.08, 1.0)),
             A.HorizontalFlip(p=0.5),

@@ -9,6 +9,7 @@ from benchmarks/gpu.py). All timing goes through benchmarks/harness.py.
     python benchmarks/run.py --quick --out /tmp/r.md   # fewer repeats, smaller inputs: checks it runs
     python benchmarks/run.py --only filters,augment
     python benchmarks/run.py --only recipes          # the ImageNet training recipe
+    python benchmarks/run.py --only dataset          # an epoch of JPEGs of every size, compilation included
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import augment  # noqa: E402
+import dataset_epoch  # noqa: E402
 import folder  # noqa: E402
 import large_kernels  # noqa: E402
 import recipes  # noqa: E402
@@ -257,6 +259,10 @@ TARGETS = [
            group="recipes", name="albumentations", baseline="imgproc_default", at_least=2.0),
     Target("ImageNet training recipe (default strategy), float32 out: ≥ 10× augmax's images/s", group="recipes",
            name="augmax", baseline="imgproc_default", at_least=10, fmt="{:.1f}×"),
+    Target("Dataset epoch (every size different), steady state: ≥ 2× albumentations' images/s", group="dataset_epoch",
+           name="albumentations", baseline="imgproc_steady", at_least=2.0),
+    Target("Dataset epoch, first epoch with compilation: ≥ 1× albumentations' images/s", group="dataset_epoch",
+           name="albumentations", baseline="imgproc_first", at_least=1.0),
     _gpu_bandwidth(1, 0.8),
     _gpu_bandwidth(3, 0.6),
 ]
@@ -300,7 +306,7 @@ def write_results(groups, rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
-    parser.add_argument("--only", default="filters,command,augment,recipes,folder,denoise")
+    parser.add_argument("--only", default="filters,command,augment,recipes,dataset,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -319,6 +325,7 @@ def main():
         "augment": lambda: augment.run(args.quick),
         "recipes": lambda: recipes.run(args.quick),
         "folder": lambda: folder.run(args.quick),
+        "dataset": lambda: dataset_epoch.run(args.quick),
     }
     for name, bench in benchmarks.items():
         if name in only or (name == "reuse" and "filters" in only):

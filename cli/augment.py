@@ -82,7 +82,9 @@ def augment_image(pipe, image, *, key, first_index, count):
 
     gray = image.ndim == 2
     x = image[..., None] if gray else image
-    batch = np.repeat(x[None], count, axis=0)
+    # a pipeline that starts by setting the size takes the image as a list: images of
+    # every size then share a few compiled programs (imgproc.pipeline.variable_size)
+    batch = [x] * count if pipe.takes_lists else np.repeat(x[None], count, axis=0)
     out = np.asarray(pipe(batch, key=key, indices=np.arange(first_index, first_index + count)))
     return out[..., 0] if gray and out.shape[-1] == 1 else out
 

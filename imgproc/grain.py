@@ -13,7 +13,19 @@ Two ways to put imgproc in a Grain input pipeline:
    keys it instead, by the pipeline's key rule: the same whatever the order, workers or
    hosts. The transform pickles as its JSON spec and rebuilds (and compiles) the
    pipeline once per worker.
-2. **Per batch, on the device** (recommended on GPU/TPU): let Grain batch the uint8
+
+Compiled programs: the transforms turn on JAX's persistent compilation cache where they
+run (:func:`imgproc.core.program_cache.enable_compilation_cache`: ``~/.cache/imgproc/jax``,
+``IMGPROC_CACHE_DIR`` another folder, ``IMGPROC_CACHE_DIR=off`` none), so the workers of a
+machine share one folder and each program compiles once per machine, not once per worker.
+2. **Per batch of images of different sizes, on the host** (:class:`RandomAugmentBatch`
+   after ``grain.python.Batch(n, batch_fn=ImageBatch("image"))``): records of a real
+   dataset come in many sizes and cannot be stacked; :class:`ImageBatch` keeps the images
+   of a batch as a list (and stacks the other fields), and :class:`RandomAugmentBatch`
+   runs the pipeline or recipe on that list as one batch
+   (:mod:`imgproc.pipeline.variable_size`): a few compiled programs per worker, whatever
+   the sizes, and image ``i`` equal to the record augmented alone.
+3. **Per batch, on the device** (recommended on GPU/TPU): let Grain batch the uint8
    images and call the jitted pipeline in the training step,
    ``pipe(batch, key=jax.random.fold_in(key, epoch), indices=record_indices)`` where
    ``record_indices`` are the records' global indices (e.g. from a
@@ -49,7 +61,7 @@ except ImportError as e:  # grain is an optional extra
     _Base = object
     _IMPORT_ERROR = e
 
-__all__ = ["RandomAugment", "record_key"]
+__all__ = ["ImageBatch", "RandomAugment", "RandomAugmentBatch", "record_key"]
 
 
 def record_key(rng: np.random.Generator):
@@ -114,8 +126,10 @@ class RandomAugment(_Base):
     @property
     def pipeline(self):
         if self._pipe is None:
+            from imgproc.core.program_cache import enable_compilation_cache
             from imgproc.pipeline.pipeline import Pipeline
 
+            enable_compilation_cache()  # the workers of a machine share the compiled programs
             self._pipe = Pipeline.from_spec(self.spec_json, layout=self.layout)
         return self._pipe
 
@@ -137,6 +151,57 @@ class RandomAugment(_Base):
             key = jax.random.wrap_key_data(self.key_data)
             index = np.asarray([int(element[self.index_field])])
             out = np.asarray(self.pipeline(np.asarray(image), key=key, indices=index))
+        if self.field is None:
+            return out
+        element = dict(element)
+        element[self.field] = out
+        return element
+
+
+class ImageBatch:
+    """A ``batch_fn`` for ``grain.python.Batch`` that keeps the images of a batch as a list
+    (they may differ in size) and stacks every other field of dict records as Grain does.
+
+    Args:
+        field: the key of the image in a dict record; None when the record is the image.
+    """
+
+    def __init__(self, field=None):
+        self.field = field
+
+    def __call__(self, records):
+        if self.field is None:
+            return [np.asarray(r) for r in records]
+        out = {k: np.stack([np.asarray(r[k]) for r in records]) for k in records[0] if k != self.field}
+        out[self.field] = [np.asarray(r[self.field]) for r in records]
+        return out
+
+
+class RandomAugmentBatch(RandomAugment):
+    """Augment a batch of records whose images may differ in size
+    (``grain.python.RandomMapTransform``), after ``grain.python.Batch(n,
+    batch_fn=ImageBatch(field))``: the batch's list of images goes through the pipeline
+    as one call (:meth:`imgproc.Pipeline.__call__` with a list), which needs a pipeline
+    whose first stage sets a fixed size (``random_resized_crop``, ``resize``, ...). The
+    result is one stacked ``(n, h, w, C)`` array in ``field``.
+
+    Args: as :class:`RandomAugment`. With ``key`` and ``index_field``, record ``i`` (its
+    ``index_field``) is augmented as image ``i`` of the pipeline with those indices,
+    whatever the batch it falls in; otherwise the batch's key comes from Grain's generator
+    and the images take indices ``0..n-1`` of their batch.
+    """
+
+    def random_map(self, element, rng: np.random.Generator):
+        images = element[self.field] if self.field is not None else element
+        images = list(images)
+        if self.index_field is None:
+            out = self.pipeline(images, key=record_key(rng))
+        else:
+            import jax
+
+            key = jax.random.wrap_key_data(self.key_data)
+            out = self.pipeline(images, key=key, indices=np.asarray(element[self.index_field]).reshape(-1))
+        out = np.asarray(out)
         if self.field is None:
             return out
         element = dict(element)

@@ -11,13 +11,14 @@ Value range
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from imgproc.core.arrays import channel_axis, spatial_axes, to_output
 from imgproc.core.keys import uniform
 from imgproc.core.validate import check_range
 
-__all__ = ["back", "channels", "draw_box", "hw", "need_rgb", "sample_nearest", "to_float", "warp_coordinates"]
+__all__ = ["back", "channels", "crop_window_params", "draw_box", "hw", "need_rgb", "sample_nearest", "to_float", "warp_coordinates"]
 
 
 def hw(shape_or_image, layout):
@@ -55,6 +56,14 @@ def draw_box(ka, kr, h, w, scale, ratio):
     area = uniform(ka, scale[0], scale[1]) * (h * w)
     r = jnp.exp(uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
     return jnp.sqrt(area * r), jnp.sqrt(area / r)
+
+
+def crop_window_params(key, in_hw, crop):
+    """``random_crop``'s draw: a uniform ``crop`` window in an ``in_hw`` image (sides ints
+    or traced): ``{"top", "left"}``."""
+    kt, kl = jax.random.split(key)
+    return {"top": jax.random.randint(kt, (), 0, in_hw[0] - crop[0] + 1),
+            "left": jax.random.randint(kl, (), 0, in_hw[1] - crop[1] + 1)}
 
 
 def warp_coordinates(matrix, out_hw):

@@ -18,11 +18,11 @@ from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
-from imgproc.core.registry import OpInfo, register_ops, takes
+from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
-from imgproc.augment.common import back, draw_box, hw, to_float
-from imgproc.augment.resample import linear_taps, resample_axis, tap_count
+from imgproc.augment.common import back, crop_window_params, draw_box, hw, to_float
+from imgproc.augment.resample import filter_taps, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
 
 
@@ -135,14 +135,23 @@ def _resized_crop_dense(image, top, left, height, width, size, antialias, layout
     return back(y, image.dtype)
 
 
-def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box):
+def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box, true_hw=None):
     """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
-    ``max_box`` (static): a few gathered taps per output pixel (:mod:`._resample`)."""
+    ``max_box`` (static): a few gathered taps per output pixel
+    (:mod:`imgproc.augment.resample`). ``true_hw``: the image's size when it is the
+    top-left of a larger canvas (None: the array's)."""
     y = to_float(jnp.asarray(image))
-    for axis, n_out, start, length, bound in zip(spatial_axes(layout), size, (top, left), (height, width), max_box):
+    axes = spatial_axes(layout)
+    if true_hw is None:
+        true_hw = tuple(y.shape[a] for a in axes)
+    for axis, n_valid, n_out, start, length, bound in zip(axes, true_hw, size, (top, left), (height, width), max_box):
         scale = n_out / jnp.asarray(length, jnp.float32)
-        index, weight = linear_taps(y.shape[axis], n_out, scale, -jnp.asarray(start, jnp.float32) * scale,
-                                    antialias=antialias, taps=tap_count(bound / n_out, antialias))
+        inv = 1.0 / scale
+        translation = -jnp.asarray(start, jnp.float32) * scale
+        centre = (jnp.arange(n_out, dtype=jnp.float32) + 0.5) * inv - translation * inv - 0.5
+        width_ = jnp.maximum(inv, 1.0) if antialias else 1.0
+        index, weight = filter_taps(centre, n_valid, method="linear", width=width_,
+                                    taps=tap_count("linear", bound / n_out, antialias))
         y = resample_axis(y, axis, index, weight)
     return back(y, image.dtype)
 
@@ -294,10 +303,7 @@ def _crop_size(size, shape, layout):
 
 
 def _crop_params(key, shape, *, layout, size=None):
-    sh, sw = _crop_size(size, shape, layout)
-    h, w = hw(shape, layout)
-    kt, kl = jax.random.split(key)
-    return {"top": jax.random.randint(kt, (), 0, h - sh + 1), "left": jax.random.randint(kl, (), 0, w - sw + 1)}
+    return crop_window_params(key, hw(shape, layout), _crop_size(size, shape, layout))
 
 
 def _apply_crop(image, params, *, layout, size=None):
@@ -307,7 +313,12 @@ def _apply_crop(image, params, *, layout, size=None):
 def _resized_crop_params(key, shape, *, layout, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
     if size is not None:  # the output's size: what apply checks, checked with the draw
         check_size_pair("size", size)
-    h, w = hw(shape, layout)
+    return _draw_resized_crop(key, hw(shape, layout), scale, ratio)
+
+
+def _draw_resized_crop(key, in_hw, scale, ratio):
+    """random_resized_crop's box in an ``in_hw`` image (sides ints or traced)."""
+    h, w = in_hw
     ka, kr, kt, kl = jax.random.split(key, 4)
     bw, bh = draw_box(ka, kr, h, w, scale, ratio)
     bw, bh = jnp.clip(bw, 1.0, w), jnp.clip(bh, 1.0, h)
@@ -323,6 +334,41 @@ def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
     height, width = _held_box(params, (h, w))
     return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
                               max_box=(h, w))
+
+
+# canvas forms (imgproc.core.registry.CanvasForm): the ops on an image in the top-left of
+# a larger array, its true size traced; the same arithmetic as on the image alone
+
+
+def _resized_crop_canvas(image, params, true_hw, *, layout, top, left, height, width, size, antialias=True):
+    return _resized_crop_taps(image, top, left, height, width, check_size_pair("size", size), antialias, layout,
+                              max_box=(float(height), float(width)), true_hw=true_hw)
+
+
+def _random_resized_crop_canvas_params(key, true_hw, *, layout, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    return _draw_resized_crop(key, true_hw, scale, ratio)
+
+
+def _random_resized_crop_canvas(image, params, true_hw, *, layout, size=None, antialias=True):
+    height, width = _held_box(params, true_hw)
+    return _resized_crop_taps(image, params["top"], params["left"], height, width, check_size_pair("size", size),
+                              antialias, layout, max_box=hw(image, layout), true_hw=true_hw)
+
+
+def _random_crop_canvas_params(key, true_hw, *, layout, size=None):
+    return crop_window_params(key, true_hw, check_size_pair("size", size))
+
+
+def _random_crop_canvas(image, params, true_hw, *, layout, size=None):
+    sh, sw = check_size_pair("size", size)
+    a, b = spatial_axes(layout)
+    x = jax.lax.dynamic_slice_in_dim(jnp.asarray(image), jnp.asarray(params["top"], jnp.int32), sh, axis=a)
+    return jax.lax.dynamic_slice_in_dim(x, jnp.asarray(params["left"], jnp.int32), sw, axis=b)
+
+
+def _given_size(options):
+    """The fixed output size of a crop with ``size`` given (None: it depends on the input)."""
+    return None if options.get("size") is None else check_size_pair("size", options["size"])
 
 
 def _held_box(params, in_hw):
@@ -417,11 +463,19 @@ _RULES = {
     "random_translate": matrix_rule(lambda q, i, o, /, **_: scale_translate(1, 1, q["dx"], q["dy"])),
 }
 
+_CANVAS = {
+    "resized_crop": CanvasForm(_given_size, _resized_crop_canvas),
+    "random_crop": CanvasForm(_given_size, _random_crop_canvas, sample=_random_crop_canvas_params),
+    "random_resized_crop": CanvasForm(_given_size, _random_resized_crop_canvas,
+                                      sample=_random_resized_crop_canvas_params),
+}
+
+
 def _op(name, fn, **pieces):
     """The op's registry entry, with its target rule (every geometry op moves targets) and,
     for an op with a sampling ``mode``, that mode checked when a stage is built."""
     checks = {"mode": check_sample_mode} if takes(fn, "mode") else {}
-    return OpInfo(name, fn, targets=_RULES[name], checks=checks, **pieces)
+    return OpInfo(name, fn, targets=_RULES[name], checks=checks, canvas=_CANVAS.get(name), **pieces)
 
 
 def _random(name, sample, apply, **options):
@@ -430,7 +484,7 @@ def _random(name, sample, apply, **options):
     if takes(apply, "mode"):
         return random_op(name, sample, apply, targets=_RULES[name], checks={"mode": check_sample_mode},
                          check=check_sample_mode, **options)
-    return random_op(name, sample, apply, targets=_RULES[name], **options)
+    return random_op(name, sample, apply, targets=_RULES[name], canvas=_CANVAS.get(name), **options)
 
 
 OPS = (

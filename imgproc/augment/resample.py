@@ -1,19 +1,26 @@
-"""Linear (triangle-filter) resampling along one axis as a few gathered taps per output
-pixel, for resizes whose scale is traced but bounded (the random resized crop).
+"""Resampling along one axis as a few gathered taps per output pixel: the engine beneath
+:func:`imgproc.resize` and the other ops that resize (``resize_shorter``, ``letterbox``,
+``resized_crop``, ``random_resized_crop``).
 
 ``jax.image.scale_and_translate`` builds a dense ``(n_out, n_in)`` weight matrix and
-contracts it with the image, one matrix product per axis: about ``n_out * n_in`` multiply-adds
-per output row, where linear resampling needs two (or ``2 / scale`` when an antialiased
-resize shrinks). Here each output index reads only the ``taps`` input indices its filter
-covers: the height pass gathers whole rows (contiguous ``W * C`` runs), the width pass
-gathers whole columns after a transpose. Same weights as ``scale_and_translate(...,
-method="linear")``: half-pixel centres, the triangle widened by ``1 / scale`` when
-``antialias`` and shrinking, input indices outside ``[0, n_in)`` dropped and the rest
-renormalised, and an output pixel whose centre maps outside the input is 0. Equal to it
-within float rounding (tests/augment/test_augment.py compares both, and Pillow's ``F``-mode
-bilinear resize with a ``box``).
+contracts it with the image: about ``n_out * n_in`` multiply-adds per output row, where a
+filter of radius ``R`` needs ``2 R`` (``2 R / scale`` when an antialiased resize shrinks).
+Here each output index reads only the ``taps`` input indices its filter covers: whole
+slices gathered along the axis, one gather per tap. The weights are
+``scale_and_translate``'s (half-pixel centres; the filter widened by ``1 / scale`` when
+``antialias`` and shrinking; indices outside the image dropped and the rest
+renormalised; an output pixel whose centre maps outside the image is 0): equal to it
+within float rounding.
 
-Measured against the dense matrices: benchmarks/NOTES.md, "ImageNet training recipe".
+The image may be the top-left part of a larger array (a *canvas*, as a batch of images of
+different sizes is held): ``n_valid``, the image's true length along the axis, may be a
+traced integer, and only indices below it are read. The arithmetic is written so that
+the result does not depend on the canvas: weights are summed and applied tap by tap in a
+fixed order, and taps beyond a filter's support weigh exactly 0, so the same image on any
+canvas, with any tap count that covers the support, gives bit-equal pixels. This is what
+lets a pipeline run a list of images of many sizes in one program and still return, for
+each image, exactly what a call on that image alone returns (``docs/augment.md``, "Real
+datasets").
 """
 
 from __future__ import annotations
@@ -21,58 +28,133 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
 from imgproc.core.arrays import materialized
 
-__all__ = ["linear_taps", "resample_axis", "tap_count"]
+__all__ = ["FILTER_RADIUS", "area_taps", "filter_taps", "nearest_source", "resample_axis", "tap_count"]
+
+# The filters of scale_and_translate's methods, each with its support radius.
+FILTER_RADIUS = {"linear": 1, "cubic": 2, "lanczos3": 3}
 
 
-def tap_count(max_inv_scale: float, antialias: bool) -> int:
-    """Taps per output index for a linear resize whose ``n_in / n_out`` (the inverse
-    scale) is at most ``max_inv_scale``: ``ceil(2 * max(1, max_inv_scale))`` with
-    ``antialias`` (the triangle's support widens with the shrink), 2 without."""
+def _triangle(x):
+    return jnp.maximum(0.0, 1.0 - x)
+
+
+def _keys_cubic(x):
+    """Keys' cubic, a = -0.5 (``jax.image``'s and Pillow's bicubic)."""
+    out = ((1.5 * x - 2.5) * x) * x + 1.0
+    out = jnp.where(x >= 1.0, ((-0.5 * x + 2.5) * x - 4.0) * x + 2.0, out)
+    return jnp.where(x >= 2.0, 0.0, out)
+
+
+def _sin_pi(x):
+    """``sin(pi x)``, exactly 0 at integers (float32's ``sin(pi * 1)`` is -8.7e-8): a
+    resize to the same size is then an exact copy, as with the other filters."""
+    whole = jnp.round(x)
+    return jnp.sin(np.pi * (x - whole)) * (1.0 - 2.0 * jnp.mod(whole, 2.0))
+
+
+def _lanczos3(x):
+    """Lanczos with a = 3 (``jax.image``'s and Pillow's ``LANCZOS``)."""
+    y = 3.0 * _sin_pi(x) * jnp.sin(np.pi * x / 3.0)
+    out = jnp.where(x > 1e-3, y / jnp.where(x != 0, np.pi ** 2 * x ** 2, 1.0), 1.0)
+    return jnp.where(x >= 3.0, 0.0, out)
+
+
+_FILTERS = {"linear": _triangle, "cubic": _keys_cubic, "lanczos3": _lanczos3}
+
+
+def tap_count(method: str, max_inv_scale: float, antialias: bool) -> int:
+    """Taps per output index for a ``method`` resize whose ``n_in / n_out`` (the inverse
+    scale) is at most ``max_inv_scale``: ``ceil(2 R w)`` for the filter's radius ``R``,
+    ``w = max(1, max_inv_scale)`` with ``antialias`` (the support widens as it shrinks),
+    1 without; ``"area"``: ``ceil(max_inv_scale) + 1``."""
+    if method == "area":
+        return max(1, math.ceil(float(max_inv_scale) - 1e-9)) + 1
     width = max(1.0, float(max_inv_scale)) if antialias else 1.0
-    return max(2, math.ceil(2 * width - 1e-9))
+    return max(2, math.ceil(2 * FILTER_RADIUS[method] * width - 1e-9))
 
 
-def linear_taps(n_in: int, n_out: int, scale, translation, *, antialias: bool, taps: int):
-    """Input indices ``(n_out, taps)`` int32 and weights ``(n_out, taps)`` float32 of the
-    1-D linear resample ``out[i] = sum_k weight[i, k] * x[index[i, k]]``, matching
-    ``jax.image.scale_and_translate(..., method="linear")``'s weights for ``scale`` and
-    ``translation`` (traced scalars; output coordinate ``= scale * input + translation``).
-    ``taps`` (static) must be at least :func:`tap_count` of ``1 / scale``."""
-    scale = jnp.asarray(scale, jnp.float32)
-    inv = 1.0 / scale
-    centre = (jnp.arange(n_out, dtype=jnp.float32) + 0.5) * inv - jnp.asarray(translation, jnp.float32) * inv - 0.5
-    inside = (centre >= -0.5) & (centre <= n_in - 0.5)  # outside: no weight at all (output 0)
-    if taps == 2:
-        # The filter is never widened (taps == 2 means no shrink): two neighbours, and
-        # dropping an index outside the input then renormalising is clamping the centre.
-        c = jnp.clip(centre, 0.0, n_in - 1.0)
-        first = jnp.floor(c).astype(jnp.int32)
-        frac = jnp.where(inside, c - first, 0.0)
-        index = jnp.stack([first, jnp.minimum(first + 1, n_in - 1)], axis=1)
-        return index, jnp.stack([jnp.where(inside, 1.0 - frac, 0.0), frac], axis=1)
-    width = jnp.maximum(inv, 1.0) if antialias else jnp.float32(1.0)
-    first = jnp.floor(centre - width).astype(jnp.int32) + 1  # the first index the open support reaches
-    index = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
-    weight = jnp.maximum(0.0, 1.0 - jnp.abs(centre[:, None] - index.astype(jnp.float32)) / width)
-    weight = jnp.where((index >= 0) & (index < n_in), weight, 0.0)
-    total = jnp.sum(weight, axis=1, keepdims=True)
+def _sum_columns(a):
+    """``a.sum(axis=1)`` added column by column, left to right: the same bits whatever
+    the number of trailing zero columns."""
+    total = a[:, 0]
+    for k in range(1, a.shape[1]):
+        total = total + a[:, k]
+    return total
+
+
+def _normalised(index, weight, n_valid, inside):
+    """Weights of indices outside ``[0, n_valid)`` dropped, the rest renormalised (0 where
+    they sum to about nothing), rows not ``inside`` 0; indices clipped into the image.
+    Computed once as one array (XLA would recompute a fused weight per pixel)."""
+    weight = jnp.where((index >= 0) & (index < n_valid), weight, 0.0)
+    total = _sum_columns(weight)[:, None]
     weight = jnp.where(jnp.abs(total) > 1000.0 * float(jnp.finfo(jnp.float32).eps),
                        weight / jnp.where(total != 0, total, 1.0), 0.0)
     weight = jnp.where(inside[:, None], weight, 0.0)
-    # computed once (fused into the resample, XLA recomputes them per pixel)
-    both = materialized(jnp.concatenate([jnp.clip(index, 0, n_in - 1).astype(jnp.float32), weight], axis=1))
+    index = jnp.clip(index, 0, jnp.maximum(n_valid - 1, 0))
+    taps = index.shape[1]
+    both = materialized(jnp.concatenate([index.astype(jnp.float32), weight], axis=1))
     return both[:, :taps].astype(jnp.int32), both[:, taps:]
+
+
+def filter_taps(centre, n_valid, *, method: str, width, taps: int):
+    """Input indices ``(n_out, taps)`` int32 and weights ``(n_out, taps)`` float32 of a
+    ``method`` (linear, cubic, lanczos3) resample whose output pixel ``i`` is centred on
+    input coordinate ``centre[i]`` (pixel indices, float32), the filter widened by
+    ``width`` (``max(1, 1 / scale)`` when antialiasing a shrink, else 1), over an image of
+    ``n_valid`` pixels (an int or a traced int). ``taps`` (static) must be at least
+    :func:`tap_count`'s."""
+    radius = FILTER_RADIUS[method]
+    width = jnp.asarray(width, jnp.float32)
+    first = jnp.floor(centre - radius * width).astype(jnp.int32) + 1  # the first index the open support reaches
+    index = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
+    weight = _FILTERS[method](jnp.abs(centre[:, None] - index.astype(jnp.float32)) / width)
+    inside = (centre >= -0.5) & (centre <= jnp.asarray(n_valid, jnp.float32) - 0.5)
+    return _normalised(index, weight, n_valid, inside)
+
+
+def area_taps(positions, n_valid, n_full, *, taps: int):
+    """OpenCV's ``INTER_AREA`` as taps: output position ``j`` (int32) of a resize of
+    ``n_valid`` pixels to ``n_full`` covers the input interval ``[j, j + 1) * n_valid /
+    n_full`` and takes the mean of the pixels it overlaps, weighted by the overlap. The
+    overlaps are exact integers (in units of ``1 / n_full`` pixel), each weight one
+    rounding of ``overlap / n_valid``. Positions outside ``[0, n_full)`` weigh nothing.
+    Same return as :func:`filter_taps`."""
+    n_valid = jnp.asarray(n_valid, jnp.int32)
+    n_full = jnp.asarray(n_full, jnp.int32)
+    lo, hi = positions * n_valid, (positions + 1) * n_valid
+    index = (lo // n_full)[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
+    overlap = jnp.minimum(hi[:, None], (index + 1) * n_full) - jnp.maximum(lo[:, None], index * n_full)
+    inside = (positions >= 0) & (positions < n_full)
+    weight = jnp.where((overlap > 0) & (index < n_valid) & inside[:, None],
+                       overlap.astype(jnp.float32) / n_valid.astype(jnp.float32), 0.0)
+    index = jnp.clip(index, 0, jnp.maximum(n_valid - 1, 0))
+    both = materialized(jnp.concatenate([index.astype(jnp.float32), weight], axis=1))
+    return both[:, :taps].astype(jnp.int32), both[:, taps:]
+
+
+def nearest_source(positions, n_valid, n_full):
+    """The source index of output positions ``positions`` (int32) of a nearest resize of
+    ``n_valid`` pixels to ``n_full``: ``floor((i + 0.5) * n_valid / n_full)`` in exact
+    integer arithmetic, ``(2 i + 1) n_valid // (2 n_full)``, clipped into the image
+    (``n_valid`` and ``n_full`` ints or traced ints)."""
+    n_valid = jnp.asarray(n_valid, jnp.int32)
+    src = (2 * positions + 1) * n_valid // (2 * jnp.asarray(n_full, jnp.int32))
+    return jnp.clip(src, 0, n_valid - 1)
 
 
 def resample_axis(x, axis: int, index, weight):
     """``out[..., i, ...] = sum_k weight[i, k] * x[..., index[i, k], ...]`` along ``axis`` of
-    the float array ``x`` (one image): the axis is moved to the front and whole slices are
-    gathered, one gather per tap (one gather of all taps then split measured slower on
-    XLA:CPU), then it is moved back."""
+    the float array ``x`` (one image), summed tap by tap in order: the axis is moved to the
+    front and whole slices are gathered, one gather per tap (one gather of all taps then
+    split measured slower on XLA:CPU), then it is moved back."""
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
-    out = sum(front[index[:, k]] * weight[:, k].reshape(wshape) for k in range(index.shape[1]))
+    out = front[index[:, 0]] * weight[:, 0].reshape(wshape)
+    for k in range(1, index.shape[1]):
+        out = out + front[index[:, k]] * weight[:, k].reshape(wshape)
     return jnp.moveaxis(out, 0, axis)

@@ -15,14 +15,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc.augment.common import back, hw, to_float
+from imgproc.augment.common import back, crop_window_params, hw, to_float
+from imgproc.augment.resample import area_taps, filter_taps, nearest_source, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import spatial_axes
 from imgproc.core.boundary import pad_axis
+from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import doctests, random_op, uniform
-from imgproc.core.registry import OpInfo, TargetRule, register_ops
+from imgproc.core.registry import CanvasForm, OpInfo, TargetRule, register_ops
 from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 
 __all__ = ["RESIZE_METHODS", "center_crop", "letterbox", "pad", "random_resize", "resize", "resize_shorter"]
@@ -34,33 +36,13 @@ def _check_method(method):
     return check_choice("method", method, RESIZE_METHODS)
 
 
-def area_weights(n_in: int, n_out: int) -> np.ndarray:
-    """The (n_out, n_in) matrix of OpenCV's INTER_AREA along one axis: output pixel ``i``
-    covers the source interval ``[i * s, (i + 1) * s)`` (``s = n_in / n_out``) and takes
-    the mean of the source pixels weighted by their overlap with it."""
-    s = n_in / n_out
-    lo = np.arange(n_out)[:, None] * s
-    hi = lo + s
-    j = np.arange(n_in)[None, :]
-    overlap = np.clip(np.minimum(hi, j + 1) - np.maximum(lo, j), 0, None)
-    return (overlap / overlap.sum(axis=1, keepdims=True)).astype(np.float32)
-
-
-def _resize_area(x, axes, out_hw):
-    for axis, n_out in zip(axes, out_hw):
-        if x.shape[axis] == n_out:
-            continue
-        w = jnp.asarray(area_weights(x.shape[axis], n_out))
-        x = jnp.moveaxis(jnp.tensordot(w, jnp.moveaxis(x, axis, 0), axes=(1, 0), precision="highest"), 0, axis)
-    return x
-
-
 def nearest_index(n_in: int, n_out: int) -> np.ndarray:
     """The source index of each of ``n_out`` outputs along an axis of ``n_in`` for the
     ``"nearest"`` resize: ``floor((i + 0.5) * n_in / n_out)`` in integers,
     ``(2 i + 1) n_in // (2 n_out)``, exact at every tie (``jax.image.resize``, Pillow and
     OpenCV compute it in floating point and each misses a few ties: 52 -> 90 outputs,
-    Pillow and OpenCV one of 90).
+    Pillow and OpenCV one of 90). :func:`imgproc.augment.resample.nearest_source` is the
+    same rule on traced sizes.
 
     Example:
         >>> nearest_index(8, 4).tolist(), nearest_index(3, 7).tolist()
@@ -77,24 +59,66 @@ def _take_nearest(image, axes, out_hw):
     return image
 
 
+def _resize_axis(x, axis, n_valid, n_full, first, n_out, method, antialias, max_inv, fill):
+    """Positions ``first + [0, n_out)`` along ``axis`` of the resize of ``x``'s first
+    ``n_valid`` pixels to ``n_full`` (positions outside ``[0, n_full)``: ``fill``)."""
+    j = jnp.asarray(first, jnp.int32) + jnp.arange(n_out, dtype=jnp.int32)
+    if method == "nearest":
+        y = jnp.take(x, nearest_source(j, n_valid, n_full), axis=axis)
+    else:
+        inv = jnp.asarray(n_valid, jnp.float32) / jnp.asarray(n_full, jnp.float32)
+        if method == "area":
+            index, weight = area_taps(j, n_valid, n_full, taps=tap_count("area", max_inv, False))
+        else:
+            centre = (j.astype(jnp.float32) + 0.5) * inv - 0.5
+            width = jnp.maximum(inv, 1.0) if antialias else 1.0
+            index, weight = filter_taps(centre, n_valid, method=method, width=width,
+                                        taps=tap_count(method, max_inv, antialias))
+        y = resample_axis(x, axis, index, weight)
+    if fill is not None:
+        shape = [1] * y.ndim
+        shape[axis] = n_out
+        y = jnp.where(((j < 0) | (j >= n_full)).reshape(shape), fill, y)
+    return y
+
+
+def resize_window(image, true_hw, full_hw, first, out_hw, *, layout, method, antialias, max_inv, cval=None):
+    """Rows ``first[0] + [0, out_hw[0])`` and columns ``first[1] + [0, out_hw[1])`` of the
+    resize of ``image``'s top-left ``true_hw`` pixels to ``full_hw`` (every size may be
+    traced but ``out_hw``): the engine of every op that resizes, so that an image on a
+    canvas and the image alone give the same bits (:mod:`imgproc.augment.resample`).
+    Positions outside the resized image get ``cval`` (None: the caller keeps inside).
+    ``max_inv``: static bounds of ``true / full`` per axis (they fix the tap counts).
+    Height first, then width; ``"nearest"`` gathers in the image's dtype, the others
+    compute in float32 and round once. Dtype kept."""
+    a, b = spatial_axes(layout)
+    nearest = method == "nearest"
+    x = jnp.asarray(image) if nearest else to_float(jnp.asarray(image))
+    # sizes as runtime values, known or not: XLA folds arithmetic on constants its own way
+    # (a division by a constant becomes a product with its reciprocal), which would make
+    # the weights of a known size differ in the last bit from those of a traced one
+    true_hw, full_hw, first = jax.lax.optimization_barrier(
+        tuple(tuple(jnp.asarray(n, jnp.int32) for n in pair) for pair in (true_hw, full_hw, first)))
+    fill = None
+    if cval is not None:
+        fill = back(jnp.asarray(cval, jnp.float32), image.dtype) if nearest else jnp.asarray(cval, jnp.float32)
+    for axis, n_valid, n_full, j0, n_out, bound in zip((a, b), true_hw, full_hw, first, out_hw, max_inv):
+        x = _resize_axis(x, axis, n_valid, n_full, j0, n_out, method, antialias, bound, fill)
+    return x if nearest else back(x, image.dtype)
+
+
 def _resize(image, out_hw, layout, method, antialias):
     """Resize a checked jax array (any layout) to ``out_hw``; dtype kept."""
     a, b = spatial_axes(layout)
-    if tuple(image.shape[i] for i in (a, b)) == tuple(out_hw):
+    in_hw = (image.shape[a], image.shape[b])
+    if in_hw == tuple(out_hw):
         return image
-    if method == "nearest":  # a gather: exact in any dtype
-        return _take_nearest(image, (a, b), out_hw)
-    x = to_float(image)
-    if method == "area":
-        y = _resize_area(x, (a, b), out_hw)
-    else:
-        shape = list(x.shape)
-        shape[a], shape[b] = out_hw
-        y = jax.image.resize(x, tuple(shape), method, antialias=bool(antialias))
-    return back(y, image.dtype)
+    return resize_window(image, in_hw, out_hw, (0, 0), out_hw, layout=layout, method=method, antialias=antialias,
+                         max_inv=(in_hw[0] / out_hw[0], in_hw[1] / out_hw[1]))
 
 
 @callers_type
+@compiled_when_eager
 def resize(image, size, *, method="linear", antialias=True, layout=None):
     """Resize to ``size = (height, width)`` (an int: a square) with ``method``.
 
@@ -104,8 +128,8 @@ def resize(image, size, *, method="linear", antialias=True, layout=None):
 
     Methods (pixel centres at half-integers throughout):
 
-    * ``"linear"``, ``"cubic"`` (Keys, a = -0.5), ``"lanczos3"``: ``jax.image.resize``.
-      With ``antialias`` a downscale widens the kernel by the scale factor; this is what
+    * ``"linear"``, ``"cubic"`` (Keys, a = -0.5), ``"lanczos3"``: ``jax.image.resize``'s
+      weights, applied as a few taps per pixel (:mod:`imgproc.augment.resample`). With ``antialias`` a downscale widens the kernel by the scale factor; this is what
       Pillow's ``BILINEAR``, ``BICUBIC`` and ``LANCZOS`` always do (measured equal on float
       planes; uint8 within 1 level, Pillow rounds between its two passes, except where
       Pillow's first pass overshoots 0..255, which it clips before the second: upscaling
@@ -160,6 +184,7 @@ def _check_shorter(size, max_size):
 
 
 @callers_type
+@compiled_when_eager
 def resize_shorter(image, size, *, max_size=None, method="linear", antialias=True, layout=None):
     """Resize so the shorter side is ``size``, keeping the aspect ratio (torchvision's
     ``Resize(size: int, max_size=...)`` output-size rule, :func:`shorter_side_size`;
@@ -281,17 +306,45 @@ def center_crop(image, size, *, cval=0.0, layout=None):
     return jax.lax.slice_in_dim(x, left, left + cw, axis=b)
 
 
-def letterbox_box(h: int, w: int, size) -> tuple[int, int, int, int]:
+def _where(condition, if_true, if_false):
+    """``if_true if condition else if_false`` for Python values, ``jnp.where`` for traced ones."""
+    if isinstance(condition, (bool, np.bool_)):
+        return if_true if condition else if_false
+    return jnp.where(condition, if_true, if_false)
+
+
+def _round_ratio(num, den):
+    """``round(num / den)`` (Python's, half to even) of non-negative integers, in integer
+    arithmetic (ints or traced int32)."""
+    q, rem = num // den, num % den
+    up = (2 * rem > den) | ((2 * rem == den) & (q % 2 == 1))
+    return q + _where(up, 1, 0)
+
+
+def letterbox_box(h, w, size) -> tuple:
     """Where :func:`letterbox` puts an (h, w) image on a ``size`` canvas: ``(top, left,
-    height, width)`` of the resized image (scale ``min(H / h, W / w)``, sides rounded,
-    centred with the odd pixel after, as Ultralytics' ``LetterBox(center=True)``)."""
+    height, width)`` of the resized image (scale ``min(H / h, W / w)``, the other side
+    ``round(side * scale)``, half to even, in exact integer arithmetic; centred with the
+    odd pixel after, as Ultralytics' ``LetterBox(center=True)``, which rounds the float
+    product and can land on the other side of an exact tie). ``h`` and ``w`` may be traced.
+
+    Example:
+        >>> letterbox_box(300, 451, (224, 224))
+        (37, 0, 149, 224)
+    """
     oh, ow = size
-    r = min(oh / h, ow / w)
-    nh, nw = min(max(int(round(h * r)), 1), oh), min(max(int(round(w * r)), 1), ow)
+    height_fits = oh * w <= ow * h  # min(oh / h, ow / w) == oh / h
+    nh = _where(height_fits, oh, _round_ratio(h * ow, w))
+    nw = _where(height_fits, _round_ratio(w * oh, h), ow)
+    if isinstance(nh, (int, np.integer)) and isinstance(nw, (int, np.integer)):
+        nh, nw = min(max(int(nh), 1), oh), min(max(int(nw), 1), ow)
+    else:
+        nh, nw = jnp.clip(nh, 1, oh), jnp.clip(nw, 1, ow)
     return (oh - nh) // 2, (ow - nw) // 2, nh, nw
 
 
 @callers_type
+@compiled_when_eager
 def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=None):
     """Resize keeping the aspect ratio to fit ``size = (height, width)``, then pad to
     ``size`` with ``cval``, centred (:func:`letterbox_box`; pixels by :func:`resize`).
@@ -310,9 +363,21 @@ def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=
     check_number("cval", cval)
     image, layout = check_image(image, layout)
     h, w = hw(image, layout)
-    top, left, nh, nw = letterbox_box(h, w, (oh, ow))
-    x = _resize(jnp.asarray(image), (nh, nw), layout, method, antialias)
-    return _pad(x, (left, top, ow - nw - left, oh - nh - top), layout, "constant", cval)
+    return _letterbox(image, (h, w), (oh, ow), layout=layout, cval=cval, method=method, antialias=antialias,
+                      max_inv=None)
+
+
+def _letterbox(image, true_hw, size, *, layout, cval, method, antialias, max_inv):
+    """:func:`letterbox` of the top-left ``true_hw`` of ``image`` (traced or not);
+    ``max_inv``: bounds of the inverse scale (None: the true sizes are static)."""
+    top, left, nh, nw = letterbox_box(*true_hw, size)
+    if max_inv is None:
+        if (nh, nw) == tuple(true_hw):  # fits already: a copy, padded
+            return _pad(jnp.asarray(image), (left, top, size[1] - nw - left, size[0] - nh - top), layout,
+                        "constant", cval)
+        max_inv = (true_hw[0] / nh, true_hw[1] / nw)
+    return resize_window(image, true_hw, (nh, nw), (-top, -left), size, layout=layout, method=method,
+                         antialias=antialias, max_inv=max_inv, cval=cval)
 
 
 # --------------------------------------------------------------------------- scale jitter
@@ -432,14 +497,119 @@ def _letterbox_place(in_hw, *, size, **_):
     return letterbox_box(*in_hw, check_size_pair("size", size))
 
 
+# --------------------------------------------------------------------------- canvas forms
+# Each size-setting op on an image held in the top-left of a larger canvas, its true size
+# traced (imgproc.core.registry.CanvasForm): the same arithmetic as the op on the image
+# alone, so the same bits.
+
+
+def _canvas_bound(image, layout, out_hw, factor=1.0):
+    """Static bounds of ``true / out`` per axis on this canvas (they fix the tap counts)."""
+    return tuple(factor * n / o for n, o in zip(hw(image, layout), out_hw))
+
+
+def _resize_canvas(image, params, true_hw, *, layout, size, method="linear", antialias=True):
+    out = check_size_pair("size", size)
+    return resize_window(image, true_hw, out, (0, 0), out, layout=layout, method=method, antialias=antialias,
+                         max_inv=_canvas_bound(image, layout, out))
+
+
+def center_offset(n, crop: int):
+    """The source index of the first pixel of torchvision's centre crop of ``crop`` pixels
+    out of ``n`` (:func:`center_crop_box`; negative: padded before), for an int or a
+    traced ``n``."""
+    d = n - crop
+    return _where(d < 0, -((crop - n) // 2), (d + (d // 2) % 2) // 2)  # round(d / 2), half to even
+
+
+def _window(image, true_hw, first, out_hw, layout, cval):
+    """The ``out_hw`` window of ``image`` starting at ``first`` (traced): a gather; pixels
+    outside the true image get ``cval`` (rounded to the dtype). Exact in every dtype."""
+    x = jnp.asarray(image)
+    fill = back(jnp.asarray(cval, jnp.float32), x.dtype)
+    for axis, n, j0, size in zip(spatial_axes(layout), true_hw, first, out_hw):
+        j = jnp.asarray(j0, jnp.int32) + jnp.arange(size, dtype=jnp.int32)
+        x = jnp.take(x, jnp.clip(j, 0, jnp.maximum(n - 1, 0)), axis=axis)
+        shape = [1] * x.ndim
+        shape[axis] = size
+        x = jnp.where(((j < 0) | (j >= n)).reshape(shape), fill, x)
+    return x
+
+
+def _center_crop_canvas(image, params, true_hw, *, layout, size, cval=0.0):
+    out = check_size_pair("size", size)
+    first = tuple(center_offset(n, c) for n, c in zip(true_hw, out))
+    return _window(image, true_hw, first, out, layout, cval)
+
+
+def _letterbox_canvas(image, params, true_hw, *, layout, size, cval=0.0, method="linear", antialias=True):
+    out = check_size_pair("size", size)
+    bound = max(_canvas_bound(image, layout, out, factor=2.0))  # round() can shrink a side: at most 2x
+    return _letterbox(image, true_hw, out, layout=layout, cval=cval, method=method, antialias=antialias,
+                      max_inv=(bound, bound))
+
+
+def shorter_side_sizes(h, w, size: int):
+    """:func:`shorter_side_size` without ``max_size``, for ints or traced int32 sizes: the
+    longer side ``floor(size * long / short)`` in integer arithmetic (what Python's float
+    division gives for these magnitudes)."""
+    w_shorter = w <= h
+    short, long = _where(w_shorter, w, h), _where(w_shorter, h, w)
+    new_long = _where(size * long // short > 1, size * long // short, 1)
+    return _where(w_shorter, new_long, size), _where(w_shorter, size, new_long)
+
+
+def _fuse_shorter(options, next_stage):
+    """``resize_shorter`` followed by ``center_crop`` or ``random_crop`` to a fixed size, on
+    a canvas: only the crop's window of the resized image is computed, with the weights
+    the two stages give at the exact size. None for other pairs (and with ``max_size``)."""
+    name, crop_options = next_stage.info.name, next_stage.options
+    if options.get("max_size") is not None or name not in ("center_crop", "random_crop"):
+        return None
+    if crop_options.get("size") is None:
+        return None
+    size = int(options["size"])
+    method, antialias = options.get("method", "linear"), options.get("antialias", True)
+    crop = check_size_pair("size", crop_options["size"])
+
+    def resized(image, true_hw, first, layout, cval):
+        full = shorter_side_sizes(*true_hw, size)
+        bound = max(hw(image, layout)) / max(1, size - 1)  # long / floor(size * long / short) <= short / (size - 1)
+        return resize_window(image, true_hw, full, first, crop, layout=layout, method=method, antialias=antialias,
+                             max_inv=(bound, bound), cval=cval)
+
+    if name == "center_crop":
+        def apply(image, params, true_hw, *, layout):
+            full = shorter_side_sizes(*true_hw, size)
+            first = tuple(center_offset(n, c) for n, c in zip(full, crop))
+            return resized(image, true_hw, first, layout, crop_options.get("cval", 0.0))
+
+        return CanvasForm(out_size=lambda _: crop, apply=apply)
+
+    def sample(key, true_hw, *, layout):
+        return crop_window_params(key, shorter_side_sizes(*true_hw, size), crop)
+
+    def apply_crop(image, params, true_hw, *, layout):
+        return resized(image, true_hw, (params["top"], params["left"]), layout, None)
+
+    return CanvasForm(out_size=lambda _: crop, apply=apply_crop, sample=sample)
+
+
+def _sized(options):
+    return check_size_pair("size", options["size"])
+
+
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
-    OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method}),
-    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method}),
+    OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method},
+           canvas=CanvasForm(_sized, _resize_canvas)),
+    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method},
+           canvas=CanvasForm(lambda _: None, None, fuse=_fuse_shorter)),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
-    OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix)),
+    OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix),
+           canvas=CanvasForm(_sized, _center_crop_canvas)),
     OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_place),
-           checks={"method": _check_method}),
+           checks={"method": _check_method}, canvas=CanvasForm(_sized, _letterbox_canvas)),
     random_op("random_resize", _resize_params, _apply_resize, check=_check_resize,
               targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method},
               doc="""Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by

@@ -32,7 +32,7 @@ from typing import Callable, Mapping
 import jax
 import numpy as np
 
-__all__ = ["KEEPS_TARGETS", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
+__all__ = ["KEEPS_TARGETS", "CanvasForm", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
            "registered_ops"]
 
 # OpInfo.targets of an op that changes pixel values only: boxes, masks and keypoints stay.
@@ -54,6 +54,33 @@ class TargetRule:
 
     points: Callable
     mask: Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class CanvasForm:
+    """How an op that sets the output size reads an image held in the top-left corner of
+    a larger array (a *canvas*: a batch of images of different sizes, zero-padded to one
+    size), given the image's true ``(height, width)`` (ints, or traced int32 scalars).
+    Its result for the canvas equals, bit for bit, the op's result on the image alone.
+
+    Attributes:
+        out_size: ``out_size(options) -> (height, width)``: the fixed output size for these
+            options, or None when it depends on the input's size (then the op has no
+            canvas form with these options, unless ``fuse`` gives one with the next stage).
+        apply: ``apply(image, params, true_hw, *, layout, **options) -> image`` of
+            ``out_size`` (``params`` None for a deterministic op; ``layout`` one image's).
+        sample: random ops: ``sample(key, true_hw, *, layout, **options) -> params``, the
+            op's own draw for an image of that size.
+        fuse: ``fuse(options, next_stage) -> CanvasForm | None``: for an op whose output
+            size depends on the input (``resize_shorter``), the canvas form of it followed
+            by ``next_stage`` (a crop to a fixed size), whose options and parameters it
+            then takes; None when the pair has none.
+    """
+
+    out_size: Callable
+    apply: Callable
+    sample: Callable | None = None
+    fuse: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +170,8 @@ class OpInfo:
         out_dtype: ops whose result has a fixed dtype whatever the input (``"float32"``
             for ``normalize`` and ``to_float``); a pipeline with such a stage returns it
             (None: the op keeps the input dtype, the rule).
+        canvas: ops that set the output size: their :class:`CanvasForm`, which lets a
+            pipeline take a list of images of different sizes in one program.
         checks: option name -> the function the op checks that option's value with
             (raising ``ValueError`` naming the allowed values; e.g. ``{"mode": check_mode}``),
             run on the spec's value when the stage is built, so that a bad choice is refused
@@ -159,6 +188,7 @@ class OpInfo:
     radius: Callable[[dict], int] | None = None
     targets: object = None
     out_dtype: str | None = None
+    canvas: CanvasForm | None = None
     checks: Mapping[str, Callable] = dataclasses.field(default_factory=dict, compare=False)
 
     @property

@@ -113,22 +113,27 @@ class DecodeStage:
 
 
 class BatchStage:
-    """Collects decoded images in groups of one shape and dtype and runs ``pipeline`` on
-    a group when it has ``batch_size`` images, or, to bound memory, on the oldest group
-    when more than ``2 * batch_size`` images wait. ``key``: image ``i`` of a random
-    pipeline gets ``fold_in(key, job.index)``. ``pad``: a partial group is padded with
-    copies of its last image to the next power of two (at most ``batch_size``), so the
-    few batch sizes a long run meets are compiled once each (``imgproc.ray``'s actors);
-    the copies' outputs are dropped."""
+    """Collects decoded images in groups and runs ``pipeline`` on a group when it has
+    ``batch_size`` images, or, to bound memory, on the oldest group when more than
+    ``2 * batch_size`` images wait. A group is one shape and dtype; for a pipeline that
+    takes images of different sizes in one call (``pipeline.takes_lists``: its first stage
+    sets a fixed size, :mod:`imgproc.pipeline.variable_size`), one dtype and channel count,
+    any sizes, run as a list: a folder of many sizes then compiles a few programs, not one
+    per size. ``key``: image ``i`` of a random pipeline gets ``fold_in(key, job.index)``.
+    ``pad``: a partial group is padded with copies of its last image to the next power of
+    two (at most ``batch_size``), so the few batch sizes a long run meets are compiled once
+    each (``imgproc.ray``'s actors); the copies' outputs are dropped."""
 
     def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False):
         self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
+        self.lists = bool(getattr(pipeline, "takes_lists", False))
         self.groups: dict = collections.OrderedDict()
         self.waiting = 0
         self._cache_on = False
 
     def add(self, decoded: Decoded) -> list[Result]:
-        group = (decoded.colour.shape, decoded.colour.dtype.str)
+        image = decoded.colour
+        group = (image.ndim, image.shape[2:], image.dtype.str) if self.lists else (image.shape, image.dtype.str)
         self.groups.setdefault(group, []).append(decoded)
         self.waiting += 1
         if len(self.groups[group]) >= self.batch_size:
@@ -154,7 +159,9 @@ class BatchStage:
         n = len(items)
         if self.pad and n < self.batch_size:
             n = min(self.batch_size, 1 << (n - 1).bit_length())
-        stack = _stacked([d.colour for d in items], n)
+        images = [d.colour for d in items]
+        images += images[-1:] * (n - len(items))
+        stack = images if self.lists else _stacked(images, n)
         describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
         if describe is not None:
             describe(stack[:len(items)], [str(d.job.src) for d in items])

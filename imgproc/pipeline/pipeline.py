@@ -43,8 +43,11 @@ from imgproc.core.arrays import dtype_max, spatial_axes, to_output
 from imgproc.core.images import check_image, no_check
 from imgproc.core.keys import BATCH_LAYOUTS, image_layout, stage_key
 from imgproc.core.registry import LoweringHints, Stage, register_op, registered_ops
-from imgproc.core.validate import LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number
+from imgproc.core.validate import (LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number,
+                                   is_traced)
 from imgproc.cpu import IntoBuffer, host_buffer
+from imgproc.augment.choice import default_strategy
+from imgproc.pipeline import variable_size
 from imgproc.pipeline.random_runs import loops_over_images, run_random
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
@@ -126,10 +129,22 @@ class Pipeline:
                                     out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.output_dtype(x.dtype)))
         self._compiled_parts = set()  # slice signatures already compiled (execution.run_parts)
         self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
+        # images of different sizes: one program per canvas shape (imgproc.pipeline.variable_size)
+        self._canvas_program = jax.jit(self._run_canvas, static_argnames=("layout", "return_params"))
 
     @property
     def is_random(self) -> bool:
         return any(s.info.random for s in self.stages)
+
+    @property
+    def takes_lists(self) -> bool:
+        """Whether a call takes a list of images of different sizes: the first stage sets
+        a fixed output size (:mod:`imgproc.pipeline.variable_size`)."""
+        try:
+            variable_size.plan(self.stages)
+        except ValueError:
+            return False
+        return True
 
     def to_spec(self) -> list[dict]:
         """The JSON-serialisable spec: ``[{"op": NAME, ...options}, ...]``."""
@@ -158,11 +173,19 @@ class Pipeline:
     def __setstate__(self, state):
         self.__init__(state["spec"], layout=state["layout"], bucket=state["bucket"])
 
-    @callers_type
     def __call__(self, images, *, key=None, indices=None, return_params=False, targets=None, min_box_area=1.0,
-                 min_box_visibility=0.0):
+                 min_box_visibility=0.0, sizes=None):
         """Run on ``images``; random stages draw from ``key`` (see the class docstring): a
         ``jax.random.key(seed)``, or an int seed, taken as ``jax.random.key(seed)``.
+
+        ``images``: one image, a batch, or a Python list of images of different sizes (HW,
+        HWC, or CHW with ``layout="CHW"``; one dtype and channel count) when the pipeline's
+        first stage sets a fixed output size: the result is then one ``(N, h, w, C)`` batch
+        (``(N, h, w)`` for HW images), image ``i`` equal bit for bit to the pipeline on that
+        image alone with index ``indices[i]`` (:mod:`imgproc.pipeline.variable_size`).
+        ``sizes``: the padded form of the same: ``images`` an ``(N, H, W, C)`` (or NCHW)
+        batch with image ``i`` in the top-left of ``images[i]``, ``sizes`` its true
+        ``(height, width)`` per image, ``(N, 2)`` integers (traced inside ``jax.jit``).
 
         ``targets``: boxes, masks and keypoints that go with the images (a dict with keys
         among ``boxes``, ``box_valid``, ``masks``, ``keypoints``, ``keypoint_valid``; see
@@ -175,21 +198,38 @@ class Pipeline:
                              "(or an int seed, key=0)")
         if key is not None:
             key = check_key(key)
+        if sizes is not None or variable_size.is_image_list(images):
+            return self._variable_size(images, sizes, key=key, indices=indices, params=None,
+                                       return_params=return_params, targets=targets)
+        return self._call_batch(images, key=key, indices=indices, return_params=return_params, targets=targets,
+                                min_box_area=min_box_area, min_box_visibility=min_box_visibility)
+
+    @callers_type
+    def _call_batch(self, images, *, key, indices, return_params, targets, min_box_area, min_box_visibility):
         if targets is not None:
             return self._with_targets(images, targets, key=key, indices=indices, params=None,
                                       return_params=return_params, min_area=min_box_area,
                                       min_visibility=min_box_visibility)
         return self._call(images, key=key, indices=indices, params=None, return_params=return_params)
 
-    @callers_type
-    def apply(self, images, params, *, indices=None, targets=None, min_box_area=1.0, min_box_visibility=0.0):
+    def apply(self, images, params, *, indices=None, targets=None, min_box_area=1.0, min_box_visibility=0.0,
+              sizes=None):
         """Run with the parameters a call with ``return_params=True`` returned, instead of
         drawing them: ``pipe.apply(x, pipe(x, key=k, return_params=True)[1])`` equals
         ``pipe(x, key=k)``. ``params`` must match the batch (one entry per stage).
-        ``targets``: as for a call; returns ``(images, targets)``."""
+        ``targets``: as for a call; returns ``(images, targets)``. A list of images of
+        different sizes, or ``sizes``: as for a call."""
         if not isinstance(params, (tuple, list)) or len(params) != len(self.stages):
             raise ValueError(f"params must hold one entry per stage ({len(self.stages)}), as returned with "
                              "return_params=True")
+        if sizes is not None or variable_size.is_image_list(images):
+            return self._variable_size(images, sizes, key=None, indices=indices, params=tuple(params),
+                                       return_params=False, targets=targets)
+        return self._apply_batch(images, params, indices=indices, targets=targets, min_box_area=min_box_area,
+                                 min_box_visibility=min_box_visibility)
+
+    @callers_type
+    def _apply_batch(self, images, params, *, indices, targets, min_box_area, min_box_visibility):
         if targets is not None:
             return self._with_targets(images, targets, key=None, indices=indices, params=tuple(params),
                                       return_params=False, min_area=min_box_area, min_visibility=min_box_visibility)
@@ -264,6 +304,74 @@ class Pipeline:
         finish_check()
         return out
 
+    def _variable_size(self, images, sizes, *, key, indices, params, return_params, targets):
+        """A list of images of different sizes, or a padded batch with its ``sizes``: one
+        canvas program (:mod:`imgproc.pipeline.variable_size`)."""
+        plan = variable_size.plan(self.stages)  # refuses a pipeline whose output size depends on the input's
+        if targets is not None:
+            raise ValueError("targets (boxes, masks, keypoints) go with a batch of one size; with a list of images of "
+                             "different sizes call the pipeline once per image with its targets")
+        squeeze = False
+        if sizes is None:
+            one = variable_size.per_image_layout(self.layout, images[0].ndim)
+            host = not any(isinstance(x, jax.Array) for x in images)
+            canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
+                                                      xp=np if host else jnp)
+            layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
+        else:
+            canvas, layout = images, ("NCHW" if self.layout in ("CHW", "NCHW") else "NHWC")
+            true_hw = sizes
+            if not hasattr(canvas, "ndim") or canvas.ndim != 4:
+                raise ValueError(f"with sizes=, images is one padded batch (N, H, W, C) or (N, C, H, W); got "
+                                 f"{getattr(canvas, 'shape', type(canvas).__name__)}")
+            if np.shape(true_hw) != (canvas.shape[0], 2):
+                raise ValueError(f"sizes holds each image's (height, width): shape ({canvas.shape[0]}, 2); got "
+                                 f"{np.shape(true_hw)}")
+        if not is_traced(true_hw):
+            true_hw = np.asarray(true_hw)
+            limits = np.asarray([canvas.shape[a] for a in spatial_axes(layout)])
+            if not np.issubdtype(true_hw.dtype, np.integer) or (true_hw < 1).any() or (true_hw > limits).any():
+                raise ValueError(f"sizes must be integers from 1 to the padded batch's (height, width) {tuple(limits)}")
+            variable_size.check_fits(plan, self.stages, true_hw)
+            true_hw = true_hw.astype(np.int32)
+        if indices is not None:
+            indices = check_indices(indices, canvas.shape[0])
+        out = self._canvas_call(canvas, true_hw, key=key, indices=indices, params=params, layout=layout,
+                                return_params=return_params)
+        if squeeze:
+            return (out[0][..., 0], out[1]) if return_params else out[..., 0]
+        return out
+
+    @callers_type
+    def _canvas_call(self, images, true_hw, *, key, indices, params, layout, return_params):
+        images, layout = check_image(images, layout)
+        indices = jnp.arange(images.shape[0]) if indices is None else jnp.asarray(indices)
+        true_hw = jnp.asarray(true_hw, jnp.int32)
+        parts = execution.loop_parts(images, loops=default_strategy() == "map", batched=True,
+                                     traced_args=(key, indices, params, true_hw))
+        if parts > 1:  # one slice per core, in threads, as for a batch (imgproc.pipeline.execution)
+            def run(part, idx, sizes_and_params):
+                sizes, p = sizes_and_params
+                return self._canvas_program(part, sizes, key, idx, p, layout=layout, return_params=return_params)
+
+            def signature(shape):
+                return "canvas", shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
+
+            return execution.run_parts(run, images, indices, (true_hw, params), parts, self._compiled_parts, signature,
+                                        return_params=return_params)
+        return self._canvas_program(images, true_hw, key, indices, params, layout=layout, return_params=return_params)
+
+    def _run_canvas(self, canvas, true_hw, key, indices, params, *, layout, return_params):
+        self.trace_count += 1  # runs only while tracing: counts compilations
+        plan = variable_size.plan(self.stages)
+        x, p = variable_size.run_plan(plan, canvas, true_hw, key, indices, params, layout=image_layout(layout),
+                                      per_image=default_strategy() == "map")
+        y, drawn = self._run_stages(x, key, indices, params, None, layout=layout, start=plan.stop,
+                                    in_dtype=canvas.dtype)
+        drawn = list(drawn)
+        drawn[plan.param_stage] = p
+        return (y, tuple(drawn)) if return_params else y
+
     def _on_devices(self, images, partition, *, key, indices, params, layout, return_params):
         """Run a device-sharded batch as one ``shard_map`` program: each device its own
         images, random stages with the images' global indices (given, else computed on
@@ -331,14 +439,19 @@ class Pipeline:
         fixed = [s.info.out_dtype for s in self.stages if s.info.out_dtype is not None]
         return jnp.dtype(fixed[-1]) if fixed else jnp.dtype(dtype)
 
-    def _run_stages(self, images, key, indices, params, true_hw, *, layout):
-        max_value = dtype_max(images.dtype)  # what "white" is for ops with max_value=None
-        out_dtype = self.output_dtype(images.dtype)
+    def _run_stages(self, images, key, indices, params, true_hw, *, layout, start=0, in_dtype=None):
+        """The stages from ``start`` on (earlier ones ran already: ``images`` is then their
+        float32 result, ``in_dtype`` the caller's dtype)."""
+        in_dtype = images.dtype if in_dtype is None else in_dtype
+        max_value = dtype_max(in_dtype)  # what "white" is for ops with max_value=None
+        out_dtype = self.output_dtype(in_dtype)
         x = images.astype(jnp.float32)
         one = image_layout(layout)
         drawn = [None] * len(self.stages)
         next_random = 0
         for s, stage in enumerate(self.stages):
+            if s < start:
+                continue
             if true_hw is not None:
                 x = execution.extend_from(x, true_hw, spatial_axes(layout), stage.options, self.radii[s])
             if not stage.info.random:

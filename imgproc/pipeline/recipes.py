@@ -39,6 +39,11 @@ so a new key or batch of the same shape does not recompile. This split into prog
 the faster on CPU (one program runs the per-image loop on one core; why:
 benchmarks/NOTES.md, "ImageNet training recipe").
 
+Compiled programs. A recipe turns on JAX's persistent compilation cache on its first call
+(:func:`imgproc.core.program_cache.enable_compilation_cache`: ``~/.cache/imgproc/jax``;
+``IMGPROC_CACHE_DIR`` names another folder, ``IMGPROC_CACHE_DIR=off`` turns it off), so a
+new process loads the programs an earlier one compiled instead of compiling them again.
+
 Randomness. The pipeline draws image ``i``'s stages from ``fold_in(key, indices[i])`` as
 any pipeline (so its output for a sample depends only on the key and its index, in any
 batch split or order). The mix draws from ``fold_in(key, MIX_STREAM)`` with the same
@@ -59,9 +64,12 @@ from imgproc.augment.mix import mix_batch, parse_spec
 from imgproc.augment.targets import TARGET_KEYS
 from imgproc.core.array_type import callers_type
 from imgproc.core.images import check_image
-from imgproc.core.validate import check_choice, check_key, check_number, check_range, check_size_pair, is_int, is_traced
+from imgproc.core.program_cache import enable_compilation_cache
+from imgproc.core.validate import (check_choice, check_indices, check_key, check_number, check_range, check_size_pair,
+                                   is_int, is_traced)
 from imgproc.cpu import IntoBuffer
 from imgproc.pipeline.pipeline import Pipeline
+from imgproc.pipeline.variable_size import is_image_list
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "MIX_STREAM", "Recipe", "detection_train", "get", "imagenet_eval",
            "imagenet_train", "names"]
@@ -130,6 +138,7 @@ class Recipe:
             self._normalize = {k: v for k, v in stages[-1].items() if k != "op"}
         else:
             self._augment, self._normalize = self.pipeline, None
+        self._cache_on = False  # the persistent compilation cache, turned on by the first call
         self.trace_count = 0  # traces of normalize + mix (tests: a second call does not recompile)
         # on a concrete batch: the augmentation's own call, then this; written into a
         # dropped earlier result's buffer on NumPy input (imgproc.cpu.output_buffers)
@@ -184,16 +193,22 @@ class Recipe:
         run = self._finish if any(map(is_traced, (x, labels, key, indices))) else self._finish_program
         return run(x, labels, key, indices, num_classes=num_classes)
 
-    @callers_type
-    def __call__(self, images, labels=None, *, key, indices=None, targets=None, num_classes=None):
-        """Run the recipe on a batch ``images`` (NHWC, uint8 for the shipped recipes).
+    def __call__(self, images, labels=None, *, key=None, indices=None, targets=None, num_classes=None):
+        """Run the recipe on a batch ``images`` (NHWC, uint8 for the shipped recipes), or on
+        a list of images of different sizes (HWC), as a dataset's decoded images come:
+        the pipeline's first stage sets the output size (the shipped classification
+        recipes' do), so the list runs as one batch in a few compiled programs, image
+        ``i`` equal to the recipe on that image alone with index ``indices[i]``
+        (:mod:`imgproc.pipeline.variable_size`).
 
         Args:
-            images: ``(B, H, W, C)`` batch, any dtype a pipeline takes.
+            images: ``(B, H, W, C)`` batch, any dtype a pipeline takes, or a list of
+                ``(H_i, W_i, C)`` images of one dtype.
             labels: with a mixing recipe, one-hot or soft ``(B, K)`` labels, or integer ids
                 ``(B,)`` with ``num_classes`` (required there); otherwise optional and
                 returned unchanged.
-            key: a JAX key or an int seed. indices: one int per image (default
+            key: a JAX key or an int seed (not needed by a recipe that draws nothing,
+                such as ``imagenet_eval``). indices: one int per image (default
                 ``arange(B)``): the samples' global indices, which fix their draws.
             targets: for a recipe that lists target kinds: ``{"boxes", "box_valid",
                 "masks", "keypoints", "keypoint_valid"}`` as a pipeline takes them.
@@ -202,7 +217,41 @@ class Recipe:
             ``{"images": (B, h, w, C) array, "labels": (B, K) float32 (when given),
             "targets": dict (when given)}``.
         """
-        key = check_key(key)
+        if not self._cache_on:
+            # compiled programs outlive the process: a fresh process loads them instead of
+            # compiling (imgproc.core.program_cache; IMGPROC_CACHE_DIR=off turns it off)
+            enable_compilation_cache()
+            self._cache_on = True
+        if is_image_list(images):
+            return self._call_list(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes)
+        return self._call_batch(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes)
+
+    def _call_list(self, images, labels, *, key, indices, targets, num_classes):
+        """A list of images: the augmentation makes one batch of them, then the rest as
+        for a batch (the caller's array type: the augmentation's)."""
+        if targets is not None:
+            raise ValueError("targets go with a batch of one size; with a list of images of different sizes call the "
+                             "recipe once per image with its targets")
+        key = self._key(key)
+        if self.mix is not None and labels is not None:
+            _check_labels(labels, len(images), num_classes)
+            if indices is None:
+                indices = np.arange(len(images))
+        x = self._augment(images, key=key, indices=indices)
+        return self._call_batch(x, labels, key=key, indices=indices, targets=None, num_classes=num_classes,
+                                augmented=True)
+
+    def _key(self, key):
+        if key is None:
+            if self.pipeline.is_random or self.mix is not None:
+                raise ValueError(f"recipe {self.name!r} draws random parameters: call it with key=jax.random.key(seed) "
+                                 "(or an int seed, key=0)")
+            return None
+        return check_key(key)
+
+    @callers_type
+    def _call_batch(self, images, labels, *, key, indices, targets, num_classes, augmented=False):
+        key = self._key(key)
         if targets is not None:
             if not self.targets:
                 raise ValueError(f"recipe {self.name!r} moves no targets (its spec lists none); "
@@ -218,13 +267,18 @@ class Recipe:
             raise ValueError(f"recipe {self.name!r} mixes labels (MixUp/CutMix): pass labels, one-hot (B, K) or "
                              "integer ids with num_classes")
         mixing = self.mix is not None and labels is not None
-        if mixing:
+        if mixing and not augmented:
             if not is_traced(images):
                 check_image(images, self.pipeline.layout)  # what the traced pipeline cannot check (finite values)
             _check_labels(labels, images.shape[0], num_classes)
         if mixing and indices is None:
             indices = np.arange(images.shape[0])
-        if targets is not None:
+        elif indices is not None and not is_traced(indices):
+            # one array (a Python list would enter the jitted mix as a list of scalars)
+            indices = check_indices(indices, images.shape[0])
+        if augmented:
+            x = images
+        elif targets is not None:
             x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area)
         else:
             x = self._augment(images, key=key, indices=indices)
@@ -337,14 +391,18 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
 
 def imagenet_eval(size=224, resize=256, *, mean=IMAGENET_MEAN, std=IMAGENET_STD) -> Recipe:
     """torchvision's ImageNet evaluation transform: ``resize_shorter(resize)`` (bilinear,
-    antialiased) -> ``center_crop(size)`` -> ``normalize(mean, std)``. Deterministic (the
-    key is not used). uint8 in, float32 ``(B, size, size, 3)`` out. Every image of a batch
-    has one size, so the batch resizes as one.
+    antialiased) -> ``center_crop(size)`` -> ``normalize(mean, std)``. Deterministic: called
+    without a key. uint8 in, float32 ``(B, size, size, 3)`` out. A batch resizes as one; a
+    list of images of different sizes is resized and cropped image by image in one program
+    (:meth:`Recipe.__call__`).
 
     Example:
         >>> import numpy as np, imgproc
-        >>> imgproc.pipeline.recipes.imagenet_eval(8, 10)(np.zeros((1, 10, 20, 3), np.uint8), key=0)["images"].shape
+        >>> imgproc.pipeline.recipes.imagenet_eval(8, 10)(np.zeros((1, 10, 20, 3), np.uint8))["images"].shape
         (1, 8, 8, 3)
+        >>> photos = [np.zeros((12, 16, 3), np.uint8), np.zeros((20, 11, 3), np.uint8)]  # any sizes
+        >>> imgproc.pipeline.recipes.imagenet_eval(8, 10)(photos)["images"].shape
+        (2, 8, 8, 3)
     """
     size = _size("size", size)
     if not is_int(resize) or resize < 1:

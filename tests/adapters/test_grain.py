@@ -13,7 +13,7 @@ import pytest
 
 pygrain = pytest.importorskip("grain.python")
 
-from imgproc.grain import RandomAugment  # noqa: E402
+from imgproc.grain import ImageBatch, RandomAugment, RandomAugmentBatch  # noqa: E402
 
 SPEC = [{"op": "random_flip_left_right"}, {"op": "random_brightness", "max_delta": 0.2}]
 
@@ -95,6 +95,56 @@ def test_same_output_with_0_and_2_workers():
     again = by_label(_loader(0, RandomAugment(SPEC, field="image")))
     for label, image in serial.items():
         np.testing.assert_array_equal(again[label], image)
+
+
+RAGGED_SPEC = [{"op": "random_resized_crop", "size": [12, 12]}, {"op": "random_flip_left_right"},
+               {"op": "random_brightness", "max_delta": 0.2}]
+
+
+def _ragged_records(n=32):
+    """n records of n distinct sizes, each with its global index."""
+    rng = np.random.default_rng(1)
+    return [{"image": rng.integers(0, 256, (14 + i, 40 - i, 3)).astype(np.uint8), "index": np.int32(i)}
+            for i in range(n)]
+
+
+def test_batches_of_records_of_different_sizes_same_with_0_and_2_workers(tmp_path, monkeypatch):
+    """32 sizes, batches of 4 kept as lists (ImageBatch) and augmented as one call each:
+    the same output with 0 and 2 workers, each record equal to the pipeline on it alone
+    with its global index; the workers share one compilation cache folder."""
+    from absl import flags
+
+    import imgproc
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    monkeypatch.setenv("IMGPROC_CACHE_DIR", str(tmp_path / "cache"))
+    source = _ragged_records()
+    transform = RandomAugmentBatch(RAGGED_SPEC, field="image", key=3, index_field="index")
+
+    def run(workers):
+        loader = pygrain.DataLoader(
+            data_source=source,
+            sampler=pygrain.IndexSampler(len(source), pygrain.NoSharding(), shuffle=True, num_epochs=1, seed=0),
+            operations=[pygrain.Batch(4, batch_fn=ImageBatch("image")), transform], worker_count=workers)
+        return {int(i): im for b in loader for i, im in zip(b["index"], b["image"])}
+
+    serial, parallel = run(0), run(2)
+    assert sorted(serial) == sorted(parallel) == list(range(32))
+    pipe = imgproc.Pipeline(RAGGED_SPEC)
+    for i, image in serial.items():
+        np.testing.assert_array_equal(parallel[i], image)
+    for i in (0, 17, 31):  # a few records alone (each size compiles its own program)
+        np.testing.assert_array_equal(serial[i], pipe(source[i]["image"][None], key=3, indices=[i])[0])
+    assert any((tmp_path / "cache").iterdir())  # the workers' programs went to the shared folder
+
+
+def test_image_batch_keeps_images_as_a_list_and_stacks_the_rest():
+    records = _ragged_records(3)
+    batch = ImageBatch("image")(records)
+    assert [x.shape for x in batch["image"]] == [(14, 40, 3), (15, 39, 3), (16, 38, 3)]
+    assert batch["index"].tolist() == [0, 1, 2]
+    assert [x.shape for x in ImageBatch()([r["image"] for r in records])] == [(14, 40, 3), (15, 39, 3), (16, 38, 3)]
 
 
 # --------------------------------------------------------------------------- spawned workers

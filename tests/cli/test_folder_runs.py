@@ -356,3 +356,50 @@ def test_interrupts_while_compiling_always_end_with_130(signame, tmp_path):
         assert not list(out.rglob("*.imgproc-tmp"))
         interrupted += 1
     assert interrupted >= 2  # the signals did arrive mid-run
+
+
+# --------------------------------------------------------------------------- mixed sizes
+
+SIZE_SETTING_SPEC = [{"op": "random_resized_crop", "size": [16, 16]}, {"op": "random_flip_left_right"}]
+
+
+def _mixed_sizes(folder: Path) -> list[Path]:
+    """12 PNGs of 12 sizes, all within one canvas (40 x 48: imgproc.pipeline.variable_size)."""
+    rng = np.random.default_rng(4)
+    sizes = [(33 + i % 8, 41 + (3 * i + i // 8) % 8) for i in range(12)]
+    assert len(set(sizes)) == 12
+    folder.mkdir()
+    paths = []
+    for i, size in enumerate(sizes):
+        path = folder / f"{i:02d}.png"
+        Image.fromarray(rng.integers(0, 256, size + (3,), dtype=np.uint8)).save(path)
+        paths.append(path)
+    return paths
+
+
+def test_folders_of_mixed_sizes_compile_a_few_programs(tmp_path, compilations):
+    """12 sizes through a spec that starts by setting the size: `imgproc run` batches them
+    as lists (one canvas program per canvas and batch shape, not one per size) and
+    `imgproc augment` too; each output equals the pipeline on that image alone with its
+    index. (Each count also holds the few small programs of a run: the key, indices.)"""
+    import imgproc
+
+    paths = _mixed_sizes(tmp_path / "in")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SIZE_SETTING_SPEC))
+    with compilations() as seen:
+        r = CliRunner().invoke(imgproc_cli, ["run", str(spec), str(tmp_path / "in"), str(tmp_path / "out"),
+                                             "--seed", "3", "--batch-size", "4", "-q"])
+    assert r.exit_code == 0, r.output
+    assert len(seen) <= 4, f"{len(seen)} compilations for 12 sizes"
+    pipe = imgproc.Pipeline(SIZE_SETTING_SPEC)
+    for i in (0, 11):
+        with Image.open(tmp_path / "out" / paths[i].name) as im:
+            got = np.asarray(im)
+        alone = pipe(np.asarray(Image.open(paths[i]))[None], key=3, indices=[i])[0]
+        np.testing.assert_array_equal(got, alone)
+    with compilations() as seen:
+        r = CliRunner().invoke(imgproc_cli, ["augment", str(tmp_path / "in"), str(tmp_path / "variants"),
+                                             "--spec", str(spec), "--count", "2", "--no-sheet"])
+    assert r.exit_code == 0, r.output
+    assert len(seen) <= 4, f"{len(seen)} compilations for 12 sizes"

@@ -1,0 +1,235 @@
+"""One epoch of a realistic dataset through the ImageNet training recipe, compilation included.
+
+The data: 1,000 JPEGs (quick: 128) written once into a temporary folder with ImageNet's
+size spread: shorter side uniform in 200..500, aspect ratio log-uniform in 0.5..2, real
+photo content (scikit-image's sample photos, scaled, cropped and flipped). Every side
+pair is different, as in a real dataset.
+
+Each row is one epoch in a **fresh process** (so the first epoch pays for compilation, as
+a user's does), decode included (Pillow, the same for every library), images of every
+size given as they are, batches of 64:
+
+* ``imgproc_first``: ``imgproc.recipes.imagenet_train()`` called on each batch as a list
+  of images (:mod:`imgproc.pipeline.variable_size`), labels mixed (MixUp/CutMix): the
+  first epoch, compilation included, and the XLA programs compiled (JAX's compile events;
+  the persistent compilation cache off). ``imgproc_steady``: the second epoch of the same
+  process.
+* ``albumentations``: ``A.Compose`` of ``RandomResizedCrop(224)``, ``HorizontalFlip``, a
+  TrivialAugment-like ``OneOf`` (benchmarks/recipes.py), ``CoarseDropout`` and
+  ``Normalize`` per image in one process; ``albumentations_2proc``: the same in 2 worker
+  processes (a ``multiprocessing`` pool, decode in the workers, as a DataLoader does).
+* ``torchvision``: v2 ``RandomResizedCrop``, ``RandomHorizontalFlip``,
+  ``TrivialAugmentWide``, ``ToDtype``, ``Normalize``, ``RandomErasing``, where installed.
+
+A first epoch cannot be warmed up (that is what it measures), so each row is one timed
+run of its process, one process after the other (benchmarks/harness.py's rows; the epoch
+is timed inside the process, around the loop, and reported on stdout as JSON).
+
+    python benchmarks/dataset_epoch.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from harness import Group, Row, command_env, print_group
+
+BATCH = 64
+N_IMAGES = 1000
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+NUM_CLASSES = 1000
+
+
+def make_dataset(folder: Path, n: int, seed: int = 0) -> list[Path]:
+    """``n`` JPEGs with ImageNet's size spread (module docstring), quality 90."""
+    from PIL import Image
+    from skimage import data
+
+    photos = [getattr(data, name)() for name in ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry")]
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(n):
+        short = int(rng.integers(200, 501))
+        aspect = float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))
+        h, w = (short, int(round(short * aspect))) if aspect >= 1 else (int(round(short / aspect)), short)
+        photo = photos[i % len(photos)]
+        ph, pw = photo.shape[:2]
+        crop_h, crop_w = int(rng.integers(ph // 2, ph + 1)), int(rng.integers(pw // 2, pw + 1))
+        top, left = int(rng.integers(0, ph - crop_h + 1)), int(rng.integers(0, pw - crop_w + 1))
+        image = Image.fromarray(photo[top:top + crop_h, left:left + crop_w]).resize((w, h), Image.BILINEAR)
+        if rng.random() < 0.5:
+            image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        path = folder / f"{i:05d}.jpg"
+        image.save(path, quality=90)
+        paths.append(path)
+    return paths
+
+
+def decode(path) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+# --------------------------------------------------------------------------- one epoch per process
+
+
+def epoch_imgproc(paths, epochs: int) -> dict:
+    import jax
+    from jax._src.dispatch import BACKEND_COMPILE_EVENT
+
+    import imgproc
+
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, seconds, **_: compiles.append(seconds) if event == BACKEND_COMPILE_EVENT else None)
+    recipe = imgproc.recipes.imagenet_train()
+    labels = np.arange(len(paths)) % NUM_CLASSES
+    out = {}
+    for e in range(epochs):
+        t0 = time.perf_counter()
+        for b in range(0, len(paths), BATCH):
+            images = [decode(p) for p in paths[b:b + BATCH]]
+            idx = np.arange(b, b + len(images))
+            result = recipe(images, labels[idx], key=e, indices=idx, num_classes=NUM_CLASSES)
+            np.asarray(result["images"])
+        out[f"epoch{e}"] = time.perf_counter() - t0
+        out[f"programs{e}"] = len(compiles)
+        out[f"compile_seconds{e}"] = sum(compiles)
+    return out
+
+
+def _albumentations_pipeline():
+    import albumentations as A
+
+    from recipes import albumentations_trivial_augment
+
+    return A.Compose([
+        A.RandomResizedCrop(size=(224, 224), scale=(0.08, 1.0)),
+        A.HorizontalFlip(p=0.5),
+        albumentations_trivial_augment(A),
+        A.CoarseDropout(p=0.1),
+        A.Normalize(mean=MEAN, std=STD),
+    ], seed=0)
+
+
+_WORKER_AUG = None
+
+
+def _albumentations_one(path):
+    global _WORKER_AUG
+    if _WORKER_AUG is None:
+        _WORKER_AUG = _albumentations_pipeline()
+    return _WORKER_AUG(image=decode(path))["image"]
+
+
+def epoch_albumentations(paths, workers: int) -> dict:
+    t0 = time.perf_counter()
+    if workers == 1:
+        for b in range(0, len(paths), BATCH):
+            np.stack([_albumentations_one(p) for p in paths[b:b + BATCH]])
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for b in range(0, len(paths), BATCH):
+                np.stack(pool.map(_albumentations_one, paths[b:b + BATCH], chunksize=8))
+    return {"epoch0": time.perf_counter() - t0}
+
+
+def epoch_torchvision(paths) -> dict:
+    import torch
+    from torchvision.transforms import v2
+
+    torch.manual_seed(0)
+    aug = v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+                      v2.TrivialAugmentWide(interpolation=v2.InterpolationMode.BILINEAR),
+                      v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD), v2.RandomErasing(0.1)])
+    t0 = time.perf_counter()
+    for b in range(0, len(paths), BATCH):
+        torch.stack([aug(torch.from_numpy(decode(p)).permute(2, 0, 1)) for p in paths[b:b + BATCH]])
+    return {"epoch0": time.perf_counter() - t0}
+
+
+def worker(kind: str, folder: str) -> None:
+    paths = sorted(Path(folder).glob("*.jpg"))
+    if kind == "imgproc":
+        result = epoch_imgproc(paths, epochs=2)
+    elif kind == "albumentations":
+        result = epoch_albumentations(paths, 1)
+    elif kind == "albumentations_2proc":
+        result = epoch_albumentations(paths, 2)
+    elif kind == "torchvision":
+        result = epoch_torchvision(paths)
+    else:
+        raise ValueError(f"unknown worker {kind!r}")
+    print("RESULT " + json.dumps(result))
+
+
+def _in_process(kind: str, folder: Path) -> dict | None:
+    r = subprocess.run([sys.executable, __file__, "--worker", kind, str(folder)], capture_output=True, text=True,
+                       env=command_env(IMGPROC_CACHE_DIR="off"))
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    if r.returncode != 0 or not lines:
+        print(f"{kind} failed: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
+        return None
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def run(quick: bool = False):
+    """``(groups, rows)``: each library's epoch in a fresh process, on the same JPEGs."""
+    n = 128 if quick else N_IMAGES
+    group = Group("dataset_epoch", f"One epoch of {n} JPEGs of ImageNet's size spread (every size different), "
+                  f"decode included, ImageNet training recipe, batches of {BATCH}, fresh process",
+                  baseline="albumentations")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="imgproc-dataset-") as tmp:
+        folder = Path(tmp)
+        make_dataset(folder, n)
+        kinds = ["imgproc", "albumentations", "albumentations_2proc"]
+        try:
+            import torchvision  # noqa: F401
+
+            kinds.append("torchvision")
+        except ImportError:
+            print("torchvision not installed: its row is left out")
+        for kind in kinds:
+            result = _in_process(kind, folder)
+            if result is None:
+                continue
+            if kind == "imgproc":
+                rows.append(Row(group.id, "imgproc_first", "imgproc recipes.imagenet_train(), list of images: first "
+                                "epoch, compilation included", result["epoch0"], 1, images=n,
+                                notes=f"{result['programs0']} programs compiled, {result['compile_seconds0']:.1f} s"))
+                rows.append(Row(group.id, "imgproc_steady", "imgproc, second epoch (steady state)", result["epoch1"], 1,
+                                images=n, notes=f"{result['programs1'] - result['programs0']} programs compiled"))
+            else:
+                label = {"albumentations": "albumentations, one process",
+                         "albumentations_2proc": "albumentations, 2 worker processes",
+                         "torchvision": "torchvision v2, one process"}[kind]
+                rows.append(Row(group.id, kind, label, result["epoch0"], 1, images=n))
+    print_group(group, rows)
+    return [group], rows
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="128 images (a check that it runs)")
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "FOLDER"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        worker(*args.worker)
+    else:
+        run(args.quick)

@@ -1,0 +1,204 @@
+"""Variable-size input: a list of images of different sizes through one pipeline, in a few
+compiled programs.
+
+A pipeline whose first stage sets a fixed output size (``random_resized_crop``,
+``resize``, ``center_crop``, ``letterbox``, ``random_crop`` or ``resized_crop`` with a
+``size``, or ``resize_shorter`` followed by ``center_crop`` or ``random_crop``) takes a
+Python list of images of any sizes. The images are zero-padded into one *canvas* batch,
+each in its top-left corner, with its true height and width beside it
+(:func:`to_canvas`); the size-setting stage reads each image from the canvas with its true
+size as a traced value (its :class:`imgproc.core.registry.CanvasForm`), and every later
+stage runs on the fixed-size batch it makes. The canvas's sides are rounded up to four
+steps an octave (:func:`canvas_side`), so a dataset of any size distribution compiles one
+program per batch size and canvas pair met, not one per image size. Image ``i`` of the result equals the pipeline run on that image alone at its exact
+size with the same key and index, bit for bit (the canvas forms compute with the same
+arithmetic; tests/pipeline/test_variable_size.py checks every size-setting op).
+
+The padded form is the same program for callers who pad themselves (inside ``jax.jit``):
+``pipe(canvas, key=k, sizes=true_hw)`` with ``canvas`` an ``(N, H, W, C)`` (or ``NCHW``)
+batch and ``true_hw`` an ``(N, 2)`` integer array.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from imgproc.augment.size import shorter_side_sizes
+from imgproc.core.keys import stage_key
+from imgproc.core.registry import CanvasForm, Stage, pick_options
+from imgproc.core.validate import LAYOUT_NDIM
+
+__all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "per_image_layout", "plan", "run_plan", "to_canvas"]
+
+@dataclasses.dataclass(frozen=True)
+class CanvasPlan:
+    """How a pipeline runs a canvas: stages ``[first, stop)`` run as ``form`` (one stage,
+    or ``resize_shorter`` fused with the crop after it), whose drawn parameters belong to
+    stage ``param_stage``; its output is ``out_size``; the stages from ``stop`` on run on
+    the fixed-size batch."""
+
+    first: int
+    stop: int
+    form: CanvasForm
+    options: dict
+    param_stage: int
+    out_size: tuple[int, int]
+
+    def sample(self, key, true_hw, *, layout):
+        return self.form.sample(key, true_hw, layout=layout, **pick_options(self.form.sample, self.options))
+
+    def apply(self, image, params, true_hw, *, layout):
+        return self.form.apply(image, params, true_hw, layout=layout, **pick_options(self.form.apply, self.options))
+
+
+SIZE_SETTERS = ("random_resized_crop, resize, center_crop, letterbox, random_crop or resized_crop with a size, "
+                "or resize_shorter followed by center_crop or random_crop")
+
+
+def _refusal(why: str) -> ValueError:
+    return ValueError(f"a list of images of different sizes needs a pipeline that starts by setting a fixed size "
+                      f"({SIZE_SETTERS}): {why}")
+
+
+def _fixed_size(stage) -> bool:
+    form = stage.info.canvas
+    return form is not None and form.out_size(stage.options) is not None
+
+
+def plan(stages: tuple[Stage, ...]) -> CanvasPlan:
+    """The :class:`CanvasPlan` of ``stages``, or ``ValueError`` saying why they cannot take
+    images of different sizes in one call, and what to do."""
+    if not stages:
+        raise _refusal("this one has no stages")
+    stage = stages[0]
+    name = stage.info.name
+    form = stage.info.canvas
+    if form is None:
+        later = next((s.info.name for s in stages[1:] if _fixed_size(s)), None)
+        if later is not None:
+            raise _refusal(f"move {name} after {later}, or call it once per image")
+        raise _refusal(f"its first stage, {name}, keeps each image's size; add one first, or call it once per image")
+    out = form.out_size(stage.options)
+    if out is not None:
+        return CanvasPlan(0, 1, form, dict(stage.options), 0, tuple(out))
+    fused = form.fuse(stage.options, stages[1]) if form.fuse is not None and len(stages) > 1 else None
+    if fused is None:
+        if form.fuse is not None:
+            raise _refusal(f"{name}'s output size depends on each image's: follow it with center_crop or random_crop "
+                           "with a size (and no max_size)")
+        raise _refusal(f"{name} without size= keeps each image's size: give it size=(height, width)")
+    return CanvasPlan(0, 2, fused, {}, 1, tuple(fused.out_size(None)))
+
+
+def is_image_list(images) -> bool:
+    """Whether ``images`` is a list (or tuple) of arrays: one image each, which may differ
+    in size (a nested list of numbers is one array, as everywhere)."""
+    return (isinstance(images, (list, tuple)) and len(images) > 0
+            and all(hasattr(x, "shape") and hasattr(x, "dtype") for x in images))
+
+
+def per_image_layout(layout, ndim: int) -> str:
+    """One image's layout in a list given to a pipeline of ``layout``: HW for 2-D images;
+    HWC, or CHW when the pipeline says ``CHW``/``NCHW``."""
+    if ndim == 2:
+        return "HW"
+    if ndim != 3:
+        raise ValueError(f"a list of images holds HW or HWC (or CHW) images, 2 or 3 dimensions each; got {ndim}")
+    if layout in ("CHW", "NCHW"):
+        return "CHW"
+    if layout not in (None, "HWC", "NHWC"):
+        raise ValueError(f"a pipeline of layout {layout!r} takes {LAYOUT_NDIM.get(layout, '?')}-D arrays; a list of "
+                         "3-D images needs layout None, 'HWC', 'NHWC', 'CHW' or 'NCHW'")
+    return "HWC"
+
+
+def to_canvas(images, layout: str, *, xp=np):
+    """Zero-pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC
+    or CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW``
+    for CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]``, its sides
+    the size buckets of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
+    ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones."""
+    first = images[0]
+    for i, x in enumerate(images):
+        if x.dtype != first.dtype:
+            raise ValueError(f"the images of a list must share one dtype; image 0 is {first.dtype}, image {i} is "
+                             f"{x.dtype}")
+        if x.ndim != first.ndim:
+            raise ValueError(f"the images of a list must all be 2-D (HW) or all 3-D; image 0 has {first.ndim} "
+                             f"dimensions, image {i} has {x.ndim}")
+    planes = [x[:, :, None] if layout == "HW" else x for x in images]  # HW as HWC with one channel
+    channel_axis = 0 if layout == "CHW" else 2
+    hw_axes = (1, 2) if layout == "CHW" else (0, 1)
+    channels = {p.shape[channel_axis] for p in planes}
+    if len(channels) > 1:
+        raise ValueError(f"the images of a list must have one channel count; got {sorted(channels)}")
+    true_hw = np.array([[p.shape[a] for a in hw_axes] for p in planes], np.int32)
+    sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
+    shape = [len(planes), 0, 0, 0]
+    shape[channel_axis + 1] = channels.pop()
+    shape[hw_axes[0] + 1], shape[hw_axes[1] + 1] = sides
+    if xp is np:
+        canvas = np.zeros(shape, first.dtype)
+        for i, p in enumerate(planes):
+            canvas[(i,) + tuple(slice(0, n) for n in p.shape)] = p
+    else:
+        canvas = xp.stack([xp.pad(p, [(0, n - m) for n, m in zip(shape[1:], p.shape)]) for p in planes])
+    return canvas, true_hw
+
+
+def canvas_side(n: int) -> int:
+    """A canvas side for images up to ``n`` pixels: the smallest of 16 and ``m * 2**k``
+    (``m`` in 4..7: four steps an octave, at most 25 % padding) that holds ``n``. Coarse on
+    purpose: the programs compiled are one per canvas pair (and batch size) met, and a
+    size-setting stage reads only the taps it needs, so padding costs little.
+
+    Example:
+        >>> [canvas_side(n) for n in (5, 17, 37, 300, 375, 500, 1000)]
+        [16, 20, 40, 320, 384, 512, 1024]
+    """
+    n = max(int(n), 16)
+    k = max(n.bit_length() - 3, 0)
+    return -(-n // (1 << k)) * (1 << k)
+
+
+def check_fits(plan_: CanvasPlan, stages, true_hw: np.ndarray) -> None:
+    """Refuse images too small for a crop that cannot pad (``random_crop``: its window must
+    fit, at the image's size or, after ``resize_shorter``, at the resized size)."""
+    crop_stage = stages[plan_.param_stage]
+    if crop_stage.info.name != "random_crop":
+        return
+    size = crop_stage.options.get("size")
+    sides = true_hw
+    if plan_.stop - plan_.first == 2:  # after resize_shorter: the resized sizes
+        sides = np.array([shorter_side_sizes(int(h), int(w), int(stages[plan_.first].options["size"]))
+                          for h, w in true_hw])
+    small = np.nonzero((sides[:, 0] < size[0]) | (sides[:, 1] < size[1]))[0] if size is not None else []
+    if len(small):
+        i = int(small[0])
+        h, w = (int(n) for n in sides[i])
+        raise ValueError(f"random_crop's window {tuple(size)} is larger than image {i} ({h}, {w}) where it is "
+                         "cropped: crop smaller, or resize first")
+
+
+def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout, per_image):
+    """The size-setting stage(s) on the canvas batch (traced): each image converted to
+    float32 and read with its true size; returns the ``(N, h, w, C)`` float32 batch and the
+    drawn parameters (batched; None for a deterministic form). ``per_image``: ``lax.map``
+    (one image at a time, the CPU default) rather than ``vmap``."""
+    def one(args):
+        i, image, hw, given = args
+        sizes = (hw[0], hw[1])
+        p = None
+        if plan_.form.sample is not None:
+            p = plan_.sample(stage_key(key, i, plan_.param_stage), sizes, layout=layout) if given is None else given
+        return plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout), p
+
+    given = None if params is None else params[plan_.param_stage]
+    args = (indices, canvas, true_hw, given)
+    if per_image:
+        return jax.lax.map(one, args)
+    return jax.vmap(one)(args)

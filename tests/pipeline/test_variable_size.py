@@ -1,0 +1,196 @@
+"""Variable-size input (imgproc/pipeline/variable_size.py): a list of images of different
+sizes through a pipeline or recipe whose first stage sets the size. Image i of the list's
+result equals the pipeline on that image alone at its exact size, with the same key and
+index, bit for bit, for every size-setting op in each interpolation and antialias
+setting, uint8 and float32, HWC and CHW; the padded form under jit gives the same; a
+dataset of many sizes compiles a bounded number of programs; bad lists are refused with
+one line that says what to do."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import imgproc
+from imgproc import recipes
+from imgproc.pipeline.variable_size import canvas_side
+
+RNG = np.random.default_rng(42)
+SIZES = [(37, 50), (61, 29), (24, 24)]  # taller, wider, square; one smaller than most outputs
+IMAGES = [RNG.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in SIZES]
+
+# One table of size-setting stages (and pairs): every op with a canvas form, each
+# resampling method and antialias setting.
+CASES = {
+    **{f"resize-{m}-aa{aa}": [{"op": "resize", "size": [20, 27], "method": m, "antialias": aa}]
+       for m in ("linear", "cubic", "lanczos3") for aa in (True, False)},
+    "resize-nearest": [{"op": "resize", "size": [20, 27], "method": "nearest"}],
+    "resize-area": [{"op": "resize", "size": [20, 27], "method": "area"}],
+    "resize-upscale-cubic": [{"op": "resize", "size": [70, 66], "method": "cubic"}],
+    "center_crop-pads-some": [{"op": "center_crop", "size": [30, 40], "cval": 7.0}],
+    "letterbox-linear": [{"op": "letterbox", "size": [32, 32], "cval": 114.0}],
+    "letterbox-nearest": [{"op": "letterbox", "size": [28, 36], "method": "nearest"}],
+    "letterbox-lanczos3-noaa": [{"op": "letterbox", "size": [32, 32], "method": "lanczos3", "antialias": False}],
+    "random_crop": [{"op": "random_crop", "size": [18, 20]}],
+    "resized_crop": [{"op": "resized_crop", "top": 2.5, "left": 3, "height": 15, "width": 12.5, "size": [10, 10]}],
+    "random_resized_crop-aa": [{"op": "random_resized_crop", "size": [24, 24]}],
+    "random_resized_crop-noaa": [{"op": "random_resized_crop", "size": [16, 20], "antialias": False}],
+    "shorter+center_crop": [{"op": "resize_shorter", "size": 22}, {"op": "center_crop", "size": [20, 20]}],
+    "shorter-area+center_crop-pads": [{"op": "resize_shorter", "size": 20, "method": "area"},
+                                      {"op": "center_crop", "size": [24, 24]}],
+    "shorter+random_crop": [{"op": "resize_shorter", "size": 24, "method": "cubic"},
+                            {"op": "random_crop", "size": [20, 20]}],
+    "rrc+flip+jitter": [{"op": "random_resized_crop", "size": [16, 16]}, {"op": "random_flip_left_right"},
+                        {"op": "random_brightness", "max_delta": 0.2}],
+}
+
+
+def _as(dtype, image):
+    return image if dtype == np.uint8 else (image / 255.0).astype(np.float32)
+
+
+def _alone(pipe, image, i, key):
+    """The pipeline on image ``i`` alone at its exact size (a batch of one, index i)."""
+    return pipe(image[None], key=key, indices=[i])[0] if pipe.is_random else pipe(image[None])[0]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32], ids=["uint8", "float32"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_image_of_a_list_equals_the_image_alone(name, dtype):
+    pipe = imgproc.Pipeline(CASES[name])
+    images = [_as(dtype, x) for x in IMAGES]
+    key = 7 if pipe.is_random else None
+    out = pipe(images, key=key)
+    assert isinstance(out, np.ndarray) and out.dtype == dtype and out.shape[0] == len(images)
+    for i, image in enumerate(images):
+        np.testing.assert_array_equal(out[i], _alone(pipe, image, i, key), err_msg=f"image {i} {SIZES[i]}")
+
+
+@pytest.mark.parametrize("name", ["resize-linear-aaTrue", "letterbox-linear", "random_resized_crop-aa",
+                                  "shorter+center_crop"])
+def test_channels_first_lists_equal_channels_last(name):
+    hwc = imgproc.Pipeline(CASES[name])
+    chw = imgproc.Pipeline(CASES[name], layout="CHW")
+    key = 3 if hwc.is_random else None
+    out = chw([np.moveaxis(x, -1, 0) for x in IMAGES], key=key)
+    np.testing.assert_array_equal(np.moveaxis(out, 1, -1), hwc(IMAGES, key=key))
+
+
+def test_grey_images_give_a_batch_of_planes():
+    pipe = imgproc.Pipeline(CASES["random_resized_crop-aa"])
+    planes = [x[..., 0] for x in IMAGES]
+    out = pipe(planes, key=1)
+    assert out.shape == (3, 24, 24)
+    for i, plane in enumerate(planes):
+        np.testing.assert_array_equal(out[i], pipe(plane[None, ..., None], key=1, indices=[i])[0, ..., 0])
+
+
+def test_params_replay_indices_and_array_types():
+    pipe = imgproc.Pipeline(CASES["rrc+flip+jitter"])
+    y, params = pipe(IMAGES, key=5, indices=[10, 11, 12], return_params=True)
+    assert params[0]["height"].shape == (3,)
+    np.testing.assert_array_equal(pipe.apply(IMAGES, params, indices=[10, 11, 12]), y)
+    np.testing.assert_array_equal(y[1], pipe(IMAGES[1][None], key=5, indices=[11])[0])
+    on_device = pipe([jnp.asarray(x) for x in IMAGES], key=5, indices=[10, 11, 12])
+    assert isinstance(on_device, jax.Array)
+    np.testing.assert_array_equal(np.asarray(on_device), y)
+    wide = pipe([x.astype(np.float64) / 255 for x in IMAGES], key=5)
+    assert wide.dtype == np.float64
+
+
+def test_padded_form_under_jit_equals_the_list():
+    pipe = imgproc.Pipeline(CASES["rrc+flip+jitter"])
+    canvas = np.zeros((3, 70, 80, 3), np.uint8)
+    for i, x in enumerate(IMAGES):
+        canvas[i, :x.shape[0], :x.shape[1]] = x
+    run = jax.jit(lambda c, s, k: pipe(c, key=k, sizes=s))
+    out = run(canvas, np.array(SIZES), jax.random.key(9))
+    np.testing.assert_array_equal(np.asarray(out), pipe(IMAGES, key=9))
+
+
+def test_many_sizes_compile_a_few_programs_and_never_again(compilations):
+    """48 sizes in batches of 16: one canvas bucket, so one augmentation program (and the
+    recipe's normalize + mix); a second epoch compiles nothing."""
+    rng = np.random.default_rng(0)
+    sizes = list(dict.fromkeys((int(rng.integers(20, 61)), int(rng.integers(20, 61))) for _ in range(80)))[:48]
+    images = [rng.integers(0, 256, s + (3,), dtype=np.uint8) for s in sizes]
+    canvases = {tuple(canvas_side(max(s[a] for s in sizes[b:b + 16])) for a in (0, 1)) for b in range(0, 48, 16)}
+    recipe = recipes.imagenet_train(16)
+
+    def epoch(key):
+        for b in range(0, 48, 16):
+            idx = np.arange(b, b + 16)
+            recipe(images[b:b + 16], idx % 10, key=key, indices=idx, num_classes=10)
+
+    with compilations() as first:
+        epoch(0)
+    assert len(sizes) == 48 and len(canvases) <= 2
+    assert recipe._augment.trace_count == len(canvases) and recipe.trace_count == 1
+    assert len(first) <= 8, f"{len(first)} compilations for 48 sizes"
+    with compilations() as second:
+        epoch(1)
+    assert second == []
+
+
+def test_recipes_take_lists_and_eval_needs_no_key():
+    train = recipes.imagenet_train(16)
+    out = train(IMAGES, np.array([0, 1, 2]), key=2, num_classes=3)
+    assert out["images"].shape == (3, 16, 16, 3) and out["labels"].shape == (3, 3)
+    alone = train(IMAGES[2][None], np.array([2]), key=2, indices=[2], num_classes=3)
+    # the mix pairs images within a batch: compare the augmentation, which is per image
+    np.testing.assert_array_equal(train._augment(IMAGES, key=2)[2], train._augment(IMAGES[2][None], key=2, indices=[2])[0])
+    assert alone["images"].shape == (1, 16, 16, 3)
+    evaluate = recipes.imagenet_eval(16, 20)
+    out = evaluate(IMAGES)["images"]
+    for i, x in enumerate(IMAGES):
+        np.testing.assert_array_equal(out[i], evaluate(x[None])["images"][0])
+    with pytest.raises(ValueError, match="draws random parameters: call it with key="):
+        train(IMAGES, np.array([0, 1, 2]), num_classes=3)
+
+
+BAD = [
+    ([{"op": "gaussian_blur", "sigma": 1.0}], "its first stage, gaussian_blur, keeps each image's size"),
+    ([{"op": "random_flip_left_right"}, {"op": "random_resized_crop", "size": 8}],
+     "move random_flip_left_right after random_resized_crop"),
+    ([{"op": "random_resized_crop"}], "random_resized_crop without size= keeps each image's size"),
+    ([{"op": "resize_shorter", "size": 10}], "resize_shorter's output size depends on each image's"),
+    ([{"op": "resize_shorter", "size": 10, "max_size": 20}, {"op": "center_crop", "size": 8}],
+     "resize_shorter's output size depends on each image's"),
+    ([{"op": "random_crop", "size": [30, 30]}], r"random_crop's window \(30, 30\) is larger than image 1 \(61, 29\)"),
+]
+
+
+@pytest.mark.parametrize("spec,message", BAD)
+def test_lists_a_pipeline_cannot_batch_are_refused(spec, message):
+    with pytest.raises(ValueError, match=message):
+        imgproc.Pipeline(spec)(IMAGES, key=0)
+
+
+def test_bad_lists_and_padded_batches_are_refused():
+    pipe = imgproc.Pipeline(CASES["random_crop"])
+    with pytest.raises(ValueError, match="share one dtype"):
+        pipe([IMAGES[0], IMAGES[1].astype(np.float32)], key=0)
+    with pytest.raises(ValueError, match="one channel count"):
+        pipe([IMAGES[0], IMAGES[1][..., :1]], key=0)
+    with pytest.raises(ValueError, match="all be 2-D"):
+        pipe([IMAGES[0], IMAGES[1][..., 0]], key=0)
+    with pytest.raises(ValueError, match="targets"):
+        pipe(IMAGES, key=0, targets={"boxes": np.zeros((3, 1, 4), np.float32)})
+    canvas = np.zeros((3, 64, 64, 3), np.uint8)
+    with pytest.raises(ValueError, match=r"sizes holds each image's \(height, width\)"):
+        pipe(canvas, key=0, sizes=np.array([30, 30]))
+    with pytest.raises(ValueError, match="sizes must be integers from 1 to"):
+        pipe(canvas, key=0, sizes=np.array([[30, 30], [65, 30], [30, 30]]))
+
+
+def test_a_mixing_recipe_takes_indices_as_a_list_and_a_batch_of_one():
+    """Indices given as a Python list reached the jitted mix as a list of scalars (an
+    internal error, whatever the batch size)."""
+    train = recipes.imagenet_train(16)
+    one = train(IMAGES[2][None], [2], key=2, indices=[2], num_classes=3)
+    assert one["images"].shape == (1, 16, 16, 3) and one["labels"].shape == (1, 3)
+    listed = train(IMAGES, [0, 1, 2], key=2, indices=[5, 6, 7], num_classes=3)
+    np.testing.assert_array_equal(listed["images"], train(IMAGES, np.array([0, 1, 2]), key=2,
+                                                          indices=np.array([5, 6, 7]), num_classes=3)["images"])
