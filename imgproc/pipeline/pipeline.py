@@ -345,8 +345,12 @@ class Pipeline:
     @callers_type
     def _canvas_call(self, images, true_hw, *, key, indices, params, layout, return_params):
         images, layout = check_image(images, layout)
-        indices = jnp.arange(images.shape[0]) if indices is None else jnp.asarray(indices)
-        true_hw = jnp.asarray(true_hw, jnp.int32)
+        # host arrays unless traced: the per-core split slices them without a program of its own
+        indices = np.arange(images.shape[0], dtype=np.int32) if indices is None else indices
+        if not is_traced(indices):
+            indices = np.asarray(indices)
+        if not is_traced(true_hw):
+            true_hw = np.asarray(true_hw, np.int32)
         parts = execution.loop_parts(images, loops=default_strategy() == "map", batched=True,
                                      traced_args=(key, indices, params, true_hw))
         if parts > 1:  # one slice per core, in threads, as for a batch (imgproc.pipeline.execution)
