@@ -14,10 +14,6 @@ Two ways to put imgproc in a Grain input pipeline:
    hosts. The transform pickles as its JSON spec and rebuilds (and compiles) the
    pipeline once per worker.
 
-Compiled programs: the transforms turn on JAX's persistent compilation cache where they
-run (:func:`imgproc.core.program_cache.enable_compilation_cache`: ``~/.cache/imgproc/jax``,
-``IMGPROC_CACHE_DIR`` another folder, ``IMGPROC_CACHE_DIR=off`` none), so the workers of a
-machine share one folder and each program compiles once per machine, not once per worker.
 2. **Per batch of images of different sizes, on the host** (:class:`RandomAugmentBatch`
    after ``grain.python.Batch(n, batch_fn=ImageBatch("image"))``): records of a real
    dataset come in many sizes and cannot be stacked; :class:`ImageBatch` keeps the images
@@ -31,6 +27,11 @@ machine share one folder and each program compiles once per machine, not once pe
    ``record_indices`` are the records' global indices (e.g. from a
    ``MapWithIndexTransform``); image ``i`` then gets ``fold_in(key, indices[i])``,
    independent of the batch composition. See ``docs/augment.md``.
+
+Compiled programs: the transforms turn on JAX's persistent compilation cache where they
+run (:func:`imgproc.core.program_cache.enable_compilation_cache`: ``~/.cache/imgproc/jax``,
+``IMGPROC_CACHE_DIR`` another folder, ``IMGPROC_CACHE_DIR=off`` none), so the workers of a
+machine share one folder and each program compiles once per machine, not once per worker.
 
 Example:
     >>> import numpy as np
@@ -143,14 +144,20 @@ class RandomAugment(_Base):
 
     def random_map(self, element, rng: np.random.Generator):
         image = element[self.field] if self.field is not None else element
-        if self.index_field is None:
-            out = np.asarray(self.pipeline(np.asarray(image), key=record_key(rng)))
+        index = None if self.index_field is None else np.asarray([int(element[self.index_field])])
+        return self._augmented(element, np.asarray(image), rng, index)
+
+    def _augmented(self, element, images, rng, indices):
+        """``images`` (one image, or a list) through the pipeline, keyed by Grain's
+        generator, or by ``key`` and the records' ``indices`` (from ``index_field``), and
+        put back into ``element``."""
+        if indices is None:
+            out = self.pipeline(images, key=record_key(rng))
         else:
             import jax
 
-            key = jax.random.wrap_key_data(self.key_data)
-            index = np.asarray([int(element[self.index_field])])
-            out = np.asarray(self.pipeline(np.asarray(image), key=key, indices=index))
+            out = self.pipeline(images, key=jax.random.wrap_key_data(self.key_data), indices=indices)
+        out = np.asarray(out)
         if self.field is None:
             return out
         element = dict(element)
@@ -193,17 +200,5 @@ class RandomAugmentBatch(RandomAugment):
 
     def random_map(self, element, rng: np.random.Generator):
         images = element[self.field] if self.field is not None else element
-        images = list(images)
-        if self.index_field is None:
-            out = self.pipeline(images, key=record_key(rng))
-        else:
-            import jax
-
-            key = jax.random.wrap_key_data(self.key_data)
-            out = self.pipeline(images, key=key, indices=np.asarray(element[self.index_field]).reshape(-1))
-        out = np.asarray(out)
-        if self.field is None:
-            return out
-        element = dict(element)
-        element[self.field] = out
-        return element
+        indices = None if self.index_field is None else np.asarray(element[self.index_field]).reshape(-1)
+        return self._augmented(element, list(images), rng, indices)

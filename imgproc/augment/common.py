@@ -16,9 +16,10 @@ import jax.numpy as jnp
 
 from imgproc.core.arrays import channel_axis, spatial_axes, to_output
 from imgproc.core.keys import uniform
-from imgproc.core.validate import check_range
+from imgproc.core.validate import check_range, check_size_pair
 
-__all__ = ["back", "channels", "crop_window_params", "draw_box", "hw", "need_rgb", "sample_nearest", "to_float", "warp_coordinates"]
+__all__ = ["back", "channels", "crop_window_params", "draw_box", "fixed_size", "hw", "need_rgb", "sample_nearest",
+           "to_float", "warp_coordinates"]
 
 
 def hw(shape_or_image, layout):
@@ -56,6 +57,12 @@ def draw_box(ka, kr, h, w, scale, ratio):
     area = uniform(ka, scale[0], scale[1]) * (h * w)
     r = jnp.exp(uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
     return jnp.sqrt(area * r), jnp.sqrt(area / r)
+
+
+def fixed_size(options):
+    """The fixed output size ``(height, width)`` of a resize or crop stage whose options
+    give a ``size`` (None when they do not: the output then has the input's size)."""
+    return None if options.get("size") is None else check_size_pair("size", options["size"])
 
 
 def crop_window_params(key, in_hw, crop):

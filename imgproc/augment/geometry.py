@@ -21,7 +21,7 @@ from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
 from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
-from imgproc.augment.common import back, crop_window_params, draw_box, hw, to_float
+from imgproc.augment.common import back, crop_window_params, draw_box, fixed_size, hw, to_float
 from imgproc.augment.resample import filter_taps, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
 
@@ -366,11 +366,6 @@ def _random_crop_canvas(image, params, true_hw, *, layout, size=None):
     return jax.lax.dynamic_slice_in_dim(x, jnp.asarray(params["left"], jnp.int32), sw, axis=b)
 
 
-def _given_size(options):
-    """The fixed output size of a crop with ``size`` given (None: it depends on the input)."""
-    return None if options.get("size") is None else check_size_pair("size", options["size"])
-
-
 def _held_box(params, in_hw):
     """A resized crop's ``(height, width)`` held to the image's (at least 1 pixel): what
     the image and its targets both use."""
@@ -464,9 +459,9 @@ _RULES = {
 }
 
 _CANVAS = {
-    "resized_crop": CanvasForm(_given_size, _resized_crop_canvas),
-    "random_crop": CanvasForm(_given_size, _random_crop_canvas, sample=_random_crop_canvas_params),
-    "random_resized_crop": CanvasForm(_given_size, _random_resized_crop_canvas,
+    "resized_crop": CanvasForm(fixed_size, _resized_crop_canvas),
+    "random_crop": CanvasForm(fixed_size, _random_crop_canvas, sample=_random_crop_canvas_params),
+    "random_resized_crop": CanvasForm(fixed_size, _random_resized_crop_canvas,
                                       sample=_random_resized_crop_canvas_params),
 }
 

@@ -89,13 +89,17 @@ def _sum_columns(a):
 
 def _normalised(index, weight, n_valid, inside):
     """Weights of indices outside ``[0, n_valid)`` dropped, the rest renormalised (0 where
-    they sum to about nothing), rows not ``inside`` 0; indices clipped into the image.
-    Computed once as one array (XLA would recompute a fused weight per pixel)."""
+    they sum to about nothing), rows not ``inside`` 0 (:func:`_table`)."""
     weight = jnp.where((index >= 0) & (index < n_valid), weight, 0.0)
     total = _sum_columns(weight)[:, None]
     weight = jnp.where(jnp.abs(total) > 1000.0 * float(jnp.finfo(jnp.float32).eps),
                        weight / jnp.where(total != 0, total, 1.0), 0.0)
-    weight = jnp.where(inside[:, None], weight, 0.0)
+    return _table(index, jnp.where(inside[:, None], weight, 0.0), n_valid)
+
+
+def _table(index, weight, n_valid):
+    """The taps' indices clipped into the image and their weights, computed once as one
+    array (XLA would recompute a fused weight per pixel): ``(index int32, weight)``."""
     index = jnp.clip(index, 0, jnp.maximum(n_valid - 1, 0))
     taps = index.shape[1]
     both = materialized(jnp.concatenate([index.astype(jnp.float32), weight], axis=1))
@@ -110,8 +114,9 @@ def filter_taps(centre, n_valid, *, method: str, width, taps: int):
     ``n_valid`` pixels (an int or a traced int). ``taps`` (static) must be at least
     :func:`tap_count`'s."""
     radius = FILTER_RADIUS[method]
-    # the width as a runtime value: XLA:CPU computed wrong pixels (up to 220 levels) when a
-    # known width let it fold this arithmetic into the gathers of resample_axis
+    # the width as a runtime value: with a known width, the jitted resample of a cubic or
+    # lanczos3 upscale came out up to 220 levels wrong on XLA:CPU (eager was right; the
+    # cause inside XLA was not traced; tests/augment/test_geometry_size.py guards it)
     width = jax.lax.optimization_barrier(jnp.asarray(width, jnp.float32))
     first = jnp.floor(centre - radius * width).astype(jnp.int32) + 1  # the first index the open support reaches
     index = first[:, None] + jnp.arange(taps, dtype=jnp.int32)[None, :]
@@ -135,9 +140,7 @@ def area_taps(positions, n_valid, n_full, *, taps: int):
     inside = (positions >= 0) & (positions < n_full)
     weight = jnp.where((overlap > 0) & (index < n_valid) & inside[:, None],
                        overlap.astype(jnp.float32) / n_valid.astype(jnp.float32), 0.0)
-    index = jnp.clip(index, 0, jnp.maximum(n_valid - 1, 0))
-    both = materialized(jnp.concatenate([index.astype(jnp.float32), weight], axis=1))
-    return both[:, :taps].astype(jnp.int32), both[:, taps:]
+    return _table(index, weight, n_valid)
 
 
 def nearest_source(positions, n_valid, n_full):

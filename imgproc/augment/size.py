@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc.augment.common import back, crop_window_params, hw, to_float
+from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
 from imgproc.augment.resample import area_taps, filter_taps, nearest_source, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
 from imgproc.core.array_type import callers_type
@@ -66,10 +66,10 @@ def _resize_axis(x, axis, n_valid, n_full, first, n_out, method, antialias, max_
     if method == "nearest":
         y = jnp.take(x, nearest_source(j, n_valid, n_full), axis=axis)
     else:
-        inv = jnp.asarray(n_valid, jnp.float32) / jnp.asarray(n_full, jnp.float32)
         if method == "area":
             index, weight = area_taps(j, n_valid, n_full, taps=tap_count("area", max_inv, False))
         else:
+            inv = jnp.asarray(n_valid, jnp.float32) / jnp.asarray(n_full, jnp.float32)
             centre = (j.astype(jnp.float32) + 0.5) * inv - 0.5
             width = jnp.maximum(inv, 1.0) if antialias else 1.0
             index, weight = filter_taps(centre, n_valid, method=method, width=width,
@@ -94,9 +94,8 @@ def resize_window(image, true_hw, full_hw, first, out_hw, *, layout, method, ant
     a, b = spatial_axes(layout)
     nearest = method == "nearest"
     x = jnp.asarray(image) if nearest else to_float(jnp.asarray(image))
-    # sizes as runtime values, known or not: XLA folds arithmetic on constants its own way
-    # (a division by a constant becomes a product with its reciprocal), which would make
-    # the weights of a known size differ in the last bit from those of a traced one
+    # sizes as runtime values, known or not: with known sizes XLA computed the weights up
+    # to 2e-6 apart from those of traced ones (so an image alone and on a canvas differed)
     true_hw, full_hw, first = jax.lax.optimization_barrier(
         tuple(tuple(jnp.asarray(n, jnp.int32) for n in pair) for pair in (true_hw, full_hw, first)))
     fill = None
@@ -129,7 +128,8 @@ def resize(image, size, *, method="linear", antialias=True, layout=None):
     Methods (pixel centres at half-integers throughout):
 
     * ``"linear"``, ``"cubic"`` (Keys, a = -0.5), ``"lanczos3"``: ``jax.image.resize``'s
-      weights, applied as a few taps per pixel (:mod:`imgproc.augment.resample`). With ``antialias`` a downscale widens the kernel by the scale factor; this is what
+      weights, applied as a few taps per pixel (:mod:`imgproc.augment.resample`). With
+      ``antialias`` a downscale widens the kernel by the scale factor; this is what
       Pillow's ``BILINEAR``, ``BICUBIC`` and ``LANCZOS`` always do (measured equal on float
       planes; uint8 within 1 level, Pillow rounds between its two passes, except where
       Pillow's first pass overshoots 0..255, which it clips before the second: upscaling
@@ -161,17 +161,34 @@ def resize(image, size, *, method="linear", antialias=True, layout=None):
     return _resize(jnp.asarray(image), out_hw, layout, method, antialias)
 
 
-def shorter_side_size(h: int, w: int, size: int, max_size=None) -> tuple[int, int]:
+def _where(condition, if_true, if_false):
+    """``if_true if condition else if_false`` for Python values, ``jnp.where`` for traced ones."""
+    if isinstance(condition, (bool, np.bool_)):
+        return if_true if condition else if_false
+    return jnp.where(condition, if_true, if_false)
+
+
+def _round_ratio(num, den):
+    """``round(num / den)`` (Python's, half to even) of non-negative integers, in integer
+    arithmetic (ints or traced int32)."""
+    q, rem = num // den, num % den
+    up = (2 * rem > den) | ((2 * rem == den) & (q % 2 == 1))
+    return q + _where(up, 1, 0)
+
+
+def shorter_side_size(h, w, size: int, max_size=None) -> tuple:
     """torchvision's ``Resize(size: int, max_size)`` output size for an (h, w) image: the
-    shorter side becomes ``size`` and the longer ``int(size * long / short)``; if that
-    exceeds ``max_size``, the longer side becomes ``max_size`` and the shorter
-    ``int(max_size * short / long)``."""
-    short, long = (w, h) if w <= h else (h, w)
-    new_short, new_long = size, int(size * long / short)
+    shorter side becomes ``size`` and the longer ``floor(size * long / short)`` (in exact
+    integers: what torchvision's float division gives for image sizes); if that exceeds
+    ``max_size``, the longer side becomes ``max_size`` and the shorter ``int(max_size *
+    short / long)``. Without ``max_size``, ``h`` and ``w`` may be traced (a canvas's true
+    size), and the result is the same for both."""
+    w_shorter = w <= h
+    short, long = _where(w_shorter, w, h), _where(w_shorter, h, w)
+    new_short, new_long = size, size * long // short
     if max_size is not None and new_long > max_size:
-        new_short, new_long = int(max_size * new_short / new_long), max_size
-    new_w, new_h = (new_short, new_long) if w <= h else (new_long, new_short)
-    return max(new_h, 1), max(new_w, 1)
+        new_short, new_long = max(int(max_size * new_short / new_long), 1), max_size
+    return _where(w_shorter, new_long, new_short), _where(w_shorter, new_short, new_long)
 
 
 def _check_shorter(size, max_size):
@@ -275,7 +292,7 @@ def center_crop_box(h: int, w: int, size) -> tuple[tuple[int, int, int, int], in
         ltrb = ((cw - w) // 2 if cw > w else 0, (ch - h) // 2 if ch > h else 0,
                 (cw - w + 1) // 2 if cw > w else 0, (ch - h + 1) // 2 if ch > h else 0)
         h, w = h + ltrb[1] + ltrb[3], w + ltrb[0] + ltrb[2]
-    return ltrb, int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+    return ltrb, _round_ratio(h - ch, 2), _round_ratio(w - cw, 2)
 
 
 @callers_type
@@ -304,21 +321,6 @@ def center_crop(image, size, *, cval=0.0, layout=None):
     a, b = spatial_axes(layout)
     x = jax.lax.slice_in_dim(x, top, top + ch, axis=a)
     return jax.lax.slice_in_dim(x, left, left + cw, axis=b)
-
-
-def _where(condition, if_true, if_false):
-    """``if_true if condition else if_false`` for Python values, ``jnp.where`` for traced ones."""
-    if isinstance(condition, (bool, np.bool_)):
-        return if_true if condition else if_false
-    return jnp.where(condition, if_true, if_false)
-
-
-def _round_ratio(num, den):
-    """``round(num / den)`` (Python's, half to even) of non-negative integers, in integer
-    arithmetic (ints or traced int32)."""
-    q, rem = num // den, num % den
-    up = (2 * rem > den) | ((2 * rem == den) & (q % 2 == 1))
-    return q + _where(up, 1, 0)
 
 
 def letterbox_box(h, w, size) -> tuple:
@@ -518,8 +520,7 @@ def center_offset(n, crop: int):
     """The source index of the first pixel of torchvision's centre crop of ``crop`` pixels
     out of ``n`` (:func:`center_crop_box`; negative: padded before), for an int or a
     traced ``n``."""
-    d = n - crop
-    return _where(d < 0, -((crop - n) // 2), (d + (d // 2) % 2) // 2)  # round(d / 2), half to even
+    return _where(n < crop, -((crop - n) // 2), _round_ratio(n - crop, 2))
 
 
 def _window(image, true_hw, first, out_hw, layout, cval):
@@ -549,16 +550,6 @@ def _letterbox_canvas(image, params, true_hw, *, layout, size, cval=0.0, method=
                       max_inv=(bound, bound))
 
 
-def shorter_side_sizes(h, w, size: int):
-    """:func:`shorter_side_size` without ``max_size``, for ints or traced int32 sizes: the
-    longer side ``floor(size * long / short)`` in integer arithmetic (what Python's float
-    division gives for these magnitudes)."""
-    w_shorter = w <= h
-    short, long = _where(w_shorter, w, h), _where(w_shorter, h, w)
-    new_long = _where(size * long // short > 1, size * long // short, 1)
-    return _where(w_shorter, new_long, size), _where(w_shorter, size, new_long)
-
-
 def _fuse_shorter(options, next_stage):
     """``resize_shorter`` followed by ``center_crop`` or ``random_crop`` to a fixed size, on
     a canvas: only the crop's window of the resized image is computed, with the weights
@@ -573,21 +564,21 @@ def _fuse_shorter(options, next_stage):
     crop = check_size_pair("size", crop_options["size"])
 
     def resized(image, true_hw, first, layout, cval):
-        full = shorter_side_sizes(*true_hw, size)
+        full = shorter_side_size(*true_hw, size)
         bound = max(hw(image, layout)) / max(1, size - 1)  # long / floor(size * long / short) <= short / (size - 1)
         return resize_window(image, true_hw, full, first, crop, layout=layout, method=method, antialias=antialias,
                              max_inv=(bound, bound), cval=cval)
 
     if name == "center_crop":
         def apply(image, params, true_hw, *, layout):
-            full = shorter_side_sizes(*true_hw, size)
+            full = shorter_side_size(*true_hw, size)
             first = tuple(center_offset(n, c) for n, c in zip(full, crop))
             return resized(image, true_hw, first, layout, crop_options.get("cval", 0.0))
 
         return CanvasForm(out_size=lambda _: crop, apply=apply)
 
     def sample(key, true_hw, *, layout):
-        return crop_window_params(key, shorter_side_sizes(*true_hw, size), crop)
+        return crop_window_params(key, shorter_side_size(*true_hw, size), crop)
 
     def apply_crop(image, params, true_hw, *, layout):
         return resized(image, true_hw, (params["top"], params["left"]), layout, None)
@@ -595,21 +586,17 @@ def _fuse_shorter(options, next_stage):
     return CanvasForm(out_size=lambda _: crop, apply=apply_crop, sample=sample)
 
 
-def _sized(options):
-    return check_size_pair("size", options["size"])
-
-
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
     OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method},
-           canvas=CanvasForm(_sized, _resize_canvas)),
+           canvas=CanvasForm(fixed_size, _resize_canvas)),
     OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method},
            canvas=CanvasForm(lambda _: None, None, fuse=_fuse_shorter)),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix),
-           canvas=CanvasForm(_sized, _center_crop_canvas)),
+           canvas=CanvasForm(fixed_size, _center_crop_canvas)),
     OpInfo("letterbox", letterbox, targets=_nearest_rule(_letterbox_place),
-           checks={"method": _check_method}, canvas=CanvasForm(_sized, _letterbox_canvas)),
+           checks={"method": _check_method}, canvas=CanvasForm(fixed_size, _letterbox_canvas)),
     random_op("random_resize", _resize_params, _apply_resize, check=_check_resize,
               targets=matrix_rule(_random_resize_matrix, half_up=True), checks={"method": _check_scaled_method},
               doc="""Scale jitter with a static output ``size = (height, width)`` (None: the input's): the image is resized by

@@ -160,8 +160,8 @@ class BatchStage:
         if self.pad and n < self.batch_size:
             n = min(self.batch_size, 1 << (n - 1).bit_length())
         images = [d.colour for d in items]
-        images += images[-1:] * (n - len(items))
-        stack = images if self.lists else _stacked(images, n)
+        images += images[-1:] * (n - len(items))  # the padding copies
+        stack = images if self.lists else _stacked(images)
         describe = getattr(self.pipeline, "describe", None)  # --verbose: one line per file
         if describe is not None:
             describe(stack[:len(items)], [str(d.job.src) for d in items])
@@ -190,18 +190,17 @@ def _result(decoded: Decoded, image) -> Result:
     return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info)
 
 
-def _stacked(images, n: int) -> np.ndarray:
-    """``images`` (one shape and dtype) stacked into a batch of ``n >= len(images)``, the
-    last image repeated to fill it, in 64-byte aligned host memory kept from batch to
-    batch (:func:`imgproc.cpu.output_buffers.host_buffer`): the pipeline's program reads it
-    in place, and its data always starts at the same alignment, so one compiled program
-    (and one entry of the persistent cache) serves every batch of that shape, where a
-    fresh array's alignment varies from run to run."""
+def _stacked(images) -> np.ndarray:
+    """``images`` (one shape and dtype) stacked into a batch, in 64-byte aligned host
+    memory kept from batch to batch (:func:`imgproc.cpu.output_buffers.host_buffer`): the
+    pipeline's program reads it in place, and its data always starts at the same
+    alignment, so one compiled program (and one entry of the persistent cache) serves
+    every batch of that shape, where a fresh array's alignment varies from run to run."""
     from imgproc.cpu import host_buffer
 
-    stack = host_buffer((n,) + images[0].shape, images[0].dtype)
-    for i in range(n):
-        stack[i] = images[min(i, len(images) - 1)]
+    stack = host_buffer((len(images),) + images[0].shape, images[0].dtype)
+    for i, image in enumerate(images):
+        stack[i] = image
     return stack
 
 

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc.augment.size import shorter_side_sizes
+from imgproc.augment.common import fixed_size
+from imgproc.augment.size import shorter_side_size
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import CanvasForm, Stage, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
@@ -36,17 +37,15 @@ __all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "per_imag
 
 @dataclasses.dataclass(frozen=True)
 class CanvasPlan:
-    """How a pipeline runs a canvas: stages ``[first, stop)`` run as ``form`` (one stage,
-    or ``resize_shorter`` fused with the crop after it), whose drawn parameters belong to
-    stage ``param_stage``; its output is ``out_size``; the stages from ``stop`` on run on
-    the fixed-size batch."""
+    """How a pipeline runs a canvas: its first ``stop`` stages run as ``form`` (the first
+    stage, or ``resize_shorter`` fused with the crop after it), whose drawn parameters
+    belong to stage ``param_stage``; the stages from ``stop`` on run on the fixed-size
+    batch it makes."""
 
-    first: int
     stop: int
     form: CanvasForm
     options: dict
     param_stage: int
-    out_size: tuple[int, int]
 
     def sample(self, key, true_hw, *, layout):
         return self.form.sample(key, true_hw, layout=layout, **pick_options(self.form.sample, self.options))
@@ -82,16 +81,15 @@ def plan(stages: tuple[Stage, ...]) -> CanvasPlan:
         if later is not None:
             raise _refusal(f"move {name} after {later}, or call it once per image")
         raise _refusal(f"its first stage, {name}, keeps each image's size; add one first, or call it once per image")
-    out = form.out_size(stage.options)
-    if out is not None:
-        return CanvasPlan(0, 1, form, dict(stage.options), 0, tuple(out))
+    if form.out_size(stage.options) is not None:
+        return CanvasPlan(1, form, dict(stage.options), 0)
     fused = form.fuse(stage.options, stages[1]) if form.fuse is not None and len(stages) > 1 else None
     if fused is None:
         if form.fuse is not None:
             raise _refusal(f"{name}'s output size depends on each image's: follow it with center_crop or random_crop "
                            "with a size (and no max_size)")
         raise _refusal(f"{name} without size= keeps each image's size: give it size=(height, width)")
-    return CanvasPlan(0, 2, fused, {}, 1, tuple(fused.out_size(None)))
+    return CanvasPlan(2, fused, {}, 1)
 
 
 def is_image_list(images) -> bool:
@@ -120,7 +118,7 @@ def to_canvas(images, layout: str, *, xp=np):
     """Zero-pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC
     or CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW``
     for CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]``, its sides
-    the size buckets of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
+    :func:`canvas_side` of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
     ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones."""
     first = images[0]
     for i, x in enumerate(images):
@@ -171,12 +169,11 @@ def check_fits(plan_: CanvasPlan, stages, true_hw: np.ndarray) -> None:
     crop_stage = stages[plan_.param_stage]
     if crop_stage.info.name != "random_crop":
         return
-    size = crop_stage.options.get("size")
     sides = true_hw
-    if plan_.stop - plan_.first == 2:  # after resize_shorter: the resized sizes
-        sides = np.array([shorter_side_sizes(int(h), int(w), int(stages[plan_.first].options["size"]))
-                          for h, w in true_hw])
-    small = np.nonzero((sides[:, 0] < size[0]) | (sides[:, 1] < size[1]))[0] if size is not None else []
+    if plan_.stop == 2:  # after resize_shorter: the resized sizes
+        sides = np.array([shorter_side_size(int(h), int(w), int(stages[0].options["size"])) for h, w in true_hw])
+    size = fixed_size(crop_stage.options)  # given: a random_crop without one has no canvas form
+    small = np.nonzero((sides[:, 0] < size[0]) | (sides[:, 1] < size[1]))[0]
     if len(small):
         i = int(small[0])
         h, w = (int(n) for n in sides[i])
