@@ -17,14 +17,14 @@ import numpy as np
 
 from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
 from imgproc.augment.resample import area_taps, filter_taps, nearest_source, resample_axis, tap_count
-from imgproc.augment.targets import matrix_rule, scale_translate
+from imgproc.augment.targets import matrix_rule, move_one, scale_translate
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import spatial_axes
 from imgproc.core.boundary import pad_axis
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import doctests, random_op, uniform
-from imgproc.core.registry import CanvasForm, OpInfo, TargetRule, register_ops
+from imgproc.core.registry import CanvasForm, OpInfo, TargetRule, register_ops, resolve_targets
 from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 
 __all__ = ["RESIZE_METHODS", "center_crop", "letterbox", "pad", "random_resize", "resize", "resize_shorter"]
@@ -49,14 +49,6 @@ def nearest_index(n_in: int, n_out: int) -> np.ndarray:
         ([1, 3, 5, 7], [0, 0, 1, 1, 1, 2, 2])
     """
     return (2 * np.arange(n_out, dtype=np.int64) + 1) * n_in // (2 * n_out)
-
-
-def _take_nearest(image, axes, out_hw):
-    """``image`` resized to ``out_hw`` along ``axes`` by :func:`nearest_index` (static)."""
-    for axis, n_out in zip(axes, out_hw):
-        if image.shape[axis] != n_out:
-            image = jnp.take(image, jnp.asarray(nearest_index(image.shape[axis], n_out), jnp.int32), axis=axis)
-    return image
 
 
 def _resize_axis(x, axis, n_valid, n_full, first, n_out, method, antialias, max_inv, fill):
@@ -464,8 +456,8 @@ def _pad_matrix(q, i, o, /, padding, **_):
 
 
 def _center_crop_matrix(q, i, o, /, size, **_):
-    ltrb, top, left = center_crop_box(*i, check_size_pair("size", size))
-    return scale_translate(1.0, 1.0, ltrb[0] - left, ltrb[1] - top)
+    ch, cw = check_size_pair("size", size)  # i: ints, or traced on a canvas
+    return scale_translate(1.0, 1.0, -center_offset(i[1], cw), -center_offset(i[0], ch))
 
 
 def _random_resize_matrix(q, i, o, /, **_):
@@ -478,21 +470,38 @@ def _nearest_rule(place=None) -> TargetRule:
     -> (top, left, height, width)`` on the output (default: the whole output): points are
     scaled and shifted to that box; masks are resized by the image's own ``"nearest"``
     (:func:`nearest_index`: the same pixels, ties included, whatever the image's method)
-    with zeros around."""
+    with zeros around. ``in_hw`` may be traced (a mask on a canvas)."""
 
     def box(in_hw, out_hw, options):
         return (0, 0, *out_hw) if place is None else place(in_hw, **options)
 
     def matrix(q, in_hw, out_hw, /, **options):
         top, left, nh, nw = box(in_hw, out_hw, options)
-        return scale_translate(nw / in_hw[1], nh / in_hw[0], left, top)
+        return _resize_matrix(in_hw, (nh, nw), (-top, -left))
 
     def mask(m, params, *, in_hw, out_hw, **options):
         top, left, nh, nw = box(in_hw, out_hw, options)
-        inner = _take_nearest(m, (0, 1), (nh, nw))
-        return jnp.pad(inner, ((top, out_hw[0] - nh - top), (left, out_hw[1] - nw - left), (0, 0)))
+        return _nearest_mask(m, in_hw, (nh, nw), (-top, -left), out_hw)
 
     return TargetRule(matrix_rule(matrix).points, mask)
+
+
+def _resize_matrix(in_hw, full_hw, first):
+    """The pixel-index matrix of the window at ``first`` of the resize of ``in_hw`` to
+    ``full_hw`` (sizes ints or traced; the scale divided in float32 either way)."""
+    f = lambda n: jnp.asarray(n, jnp.float32)  # noqa: E731
+    sy, sx = f(full_hw[0]) / f(in_hw[0]), f(full_hw[1]) / f(in_hw[1])
+    return scale_translate(sx, sy, -f(first[1]), -f(first[0]))
+
+
+def _nearest_mask(m, in_hw, full_hw, first, out_hw):
+    """An ``(H, W, M)`` float mask's top-left ``in_hw`` resized to ``full_hw`` by the
+    ``"nearest"`` rule, read at the ``out_hw`` window at ``first``, zero outside."""
+    return resize_window(m, in_hw, full_hw, first, out_hw, layout="HWC", method="nearest", antialias=False,
+                         max_inv=(1.0, 1.0), cval=0.0)
+
+
+_SHORTER_RULE = _nearest_rule()  # resize_shorter's: its own and that of its canvas form with a crop
 
 
 def _letterbox_place(in_hw, *, size, **_):
@@ -569,28 +578,41 @@ def _fuse_shorter(options, next_stage):
         return resize_window(image, true_hw, full, first, crop, layout=layout, method=method, antialias=antialias,
                              max_inv=(bound, bound), cval=cval)
 
-    if name == "center_crop":
-        def apply(image, params, true_hw, *, layout):
-            full = shorter_side_size(*true_hw, size)
-            first = tuple(center_offset(n, c) for n, c in zip(full, crop))
-            return resized(image, true_hw, first, layout, crop_options.get("cval", 0.0))
+    def first(params, full):  # the crop's window in the resized image
+        if name == "center_crop":
+            return tuple(center_offset(n, c) for n, c in zip(full, crop))
+        return params["top"], params["left"]
 
-        return CanvasForm(out_size=lambda _: crop, apply=apply)
+    def apply(image, params, true_hw, *, layout):
+        full = shorter_side_size(*true_hw, size)
+        return resized(image, true_hw, first(params, full), layout, crop_options.get("cval", 0.0) if name == "center_crop" else None)
+
+    crop_rule = resolve_targets(next_stage)
+
+    def move(t, params, true_hw, *, min_area, min_visibility):
+        """The targets of both stages: boxes and keypoints stage by stage, as on the image
+        alone (clipped and checked in between); masks as one window of the resized mask."""
+        full = shorter_side_size(*true_hw, size)
+        t = dict(t)
+        masks = t.pop("masks", None)
+        t = move_one(_SHORTER_RULE, t, None, true_hw, full, options, min_area, min_visibility)
+        t = move_one(crop_rule, t, params, full, crop, crop_options, min_area, min_visibility)
+        if masks is not None:
+            t["masks"] = _nearest_mask(masks, true_hw, full, first(params, full), crop)
+        return t
 
     def sample(key, true_hw, *, layout):
         return crop_window_params(key, shorter_side_size(*true_hw, size), crop)
 
-    def apply_crop(image, params, true_hw, *, layout):
-        return resized(image, true_hw, (params["top"], params["left"]), layout, None)
-
-    return CanvasForm(out_size=lambda _: crop, apply=apply_crop, sample=sample)
+    return CanvasForm(out_size=lambda _: crop, apply=apply, sample=sample if name == "random_crop" else None,
+                      move_targets=move)
 
 
 # the resampling method and the boundary mode, checked when a stage is built
 OPS = (
     OpInfo("resize", resize, targets=_nearest_rule(), checks={"method": _check_method},
            canvas=CanvasForm(fixed_size, _resize_canvas)),
-    OpInfo("resize_shorter", resize_shorter, targets=_nearest_rule(), checks={"method": _check_method},
+    OpInfo("resize_shorter", resize_shorter, targets=_SHORTER_RULE, checks={"method": _check_method},
            canvas=CanvasForm(lambda _: None, None, fuse=_fuse_shorter)),
     OpInfo("pad", pad, targets=matrix_rule(_pad_matrix), checks=MODE_CHECK),
     OpInfo("center_crop", center_crop, targets=matrix_rule(_center_crop_matrix),

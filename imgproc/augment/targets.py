@@ -53,7 +53,7 @@ from imgproc.core.keys import BATCH_LAYOUTS, image_layout
 from imgproc.core.registry import KEEPS_TARGETS, TargetRule, resolve_targets
 from imgproc.core.validate import is_traced
 
-__all__ = ["TARGET_KEYS", "check_targets", "matrix_rule", "move_points", "move_targets", "scale_translate",
+__all__ = ["TARGET_KEYS", "check_targets", "matrix_rule", "move_one", "move_points", "move_targets", "scale_translate",
            "target_rules"]
 
 TARGET_KEYS = ("boxes", "box_valid", "masks", "keypoints", "keypoint_valid")
@@ -218,8 +218,9 @@ def check_targets(targets, image_shape, layout, batched):
 # --------------------------------------------------------------------------- moving
 
 
-def _move_one(rule, t, params, in_hw, out_hw, options, min_area, min_visibility):
-    """Move one image's targets through one stage."""
+def move_one(rule, t, params, in_hw, out_hw, options, min_area, min_visibility):
+    """Move one image's targets (unbatched, as :func:`check_targets` makes them) through
+    one stage of ``rule``: ``in_hw`` ints, or traced (an image on a canvas)."""
     out = dict(t)
     h, w = out_hw
     if "boxes" in t:
@@ -269,7 +270,7 @@ def move_targets(stages, rules, params, image_shape, layout, targets, *, max_val
             options = dict(stage.options)
 
             def one_image(t, p, rule=rule, in_hw=in_hw, out_hw=out_hw, options=options):
-                return _move_one(rule, t, p, in_hw, out_hw, options, min_area, min_visibility)
+                return move_one(rule, t, p, in_hw, out_hw, options, min_area, min_visibility)
 
             p = params[s] if stage.info.random else None
             targets = jax.vmap(one_image, in_axes=(0, 0 if p is not None else None))(targets, p)

@@ -75,12 +75,18 @@ class CanvasForm:
             size depends on the input (``resize_shorter``), the canvas form of it followed
             by ``next_stage`` (a crop to a fixed size), whose options and parameters it
             then takes; None when the pair has none.
+        move_targets: ``move_targets(targets, params, true_hw, *, min_area,
+            min_visibility) -> targets`` (one image's, as
+            :func:`imgproc.augment.targets.move_one` moves them) where the op's own
+            :class:`TargetRule` does not serve: a fused pair. None: the op's own rule,
+            called with the true size as a traced ``in_hw``.
     """
 
     out_size: Callable
     apply: Callable
     sample: Callable | None = None
     fuse: Callable | None = None
+    move_targets: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -192,7 +192,10 @@ class Pipeline:
         :mod:`imgproc.augment.targets` and ``docs/augment.md``), moved with the same draws:
         the call then returns ``(images, targets)`` (``(images, targets, params)`` with
         ``return_params``). Boxes whose visible area falls below ``min_box_area`` pixels or
-        ``min_box_visibility`` of their moved area are marked invalid."""
+        ``min_box_visibility`` of their moved area are marked invalid. With a list of images,
+        ``targets`` is a list of one such dict per image (each as for that image alone: its
+        own number of boxes, masks of its size) and one dict per image comes back; with
+        ``sizes=``, one batched dict whose masks are padded as the images."""
         if self.is_random and key is None:
             raise ValueError("this pipeline has random stages: call it with key=jax.random.key(seed) "
                              "(or an int seed, key=0)")
@@ -200,7 +203,8 @@ class Pipeline:
             key = check_key(key)
         if sizes is not None or variable_size.is_image_list(images):
             return self._variable_size(images, sizes, key=key, indices=indices, params=None,
-                                       return_params=return_params, targets=targets)
+                                       return_params=return_params, targets=targets, min_box_area=min_box_area,
+                                       min_box_visibility=min_box_visibility)
         return self._call_batch(images, key=key, indices=indices, return_params=return_params, targets=targets,
                                 min_box_area=min_box_area, min_box_visibility=min_box_visibility)
 
@@ -224,7 +228,8 @@ class Pipeline:
                              "return_params=True")
         if sizes is not None or variable_size.is_image_list(images):
             return self._variable_size(images, sizes, key=None, indices=indices, params=tuple(params),
-                                       return_params=False, targets=targets)
+                                       return_params=False, targets=targets, min_box_area=min_box_area,
+                                       min_box_visibility=min_box_visibility)
         return self._apply_batch(images, params, indices=indices, targets=targets, min_box_area=min_box_area,
                                  min_box_visibility=min_box_visibility)
 
@@ -304,13 +309,15 @@ class Pipeline:
         finish_check()
         return out
 
-    def _variable_size(self, images, sizes, *, key, indices, params, return_params, targets):
+    def _variable_size(self, images, sizes, *, key, indices, params, return_params, targets, min_box_area,
+                       min_box_visibility):
         """A list of images of different sizes, or a padded batch with its ``sizes``: one
         canvas program (:mod:`imgproc.pipeline.variable_size`)."""
         plan = variable_size.plan(self.stages)  # refuses a pipeline whose output size depends on the input's
-        if targets is not None:
-            raise ValueError("targets (boxes, masks, keypoints) go with a batch of one size; with a list of images of "
-                             "different sizes call the pipeline once per image with its targets")
+        if targets is not None:  # refused before anything runs, as for a batch
+            rules = tuple(target_rules(self.stages))
+            check_number("min_box_area", min_box_area, low=0)
+            check_number("min_box_visibility", min_box_visibility, low=0, high=1)
         squeeze = False
         if sizes is None:
             one = variable_size.per_image_layout(self.layout, images[0].ndim)
@@ -318,6 +325,9 @@ class Pipeline:
             canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
                                                       xp=np if host else jnp)
             layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
+            if targets is not None:
+                targets, restore = variable_size.list_targets(
+                    targets, images, one, [canvas.shape[a] for a in spatial_axes(layout)])
         else:
             canvas, layout = images, ("NCHW" if self.layout in ("CHW", "NCHW") else "NHWC")
             true_hw = sizes
@@ -327,6 +337,8 @@ class Pipeline:
             if np.shape(true_hw) != (canvas.shape[0], 2):
                 raise ValueError(f"sizes holds each image's (height, width): shape ({canvas.shape[0]}, 2); got "
                                  f"{np.shape(true_hw)}")
+            if targets is not None:  # one batched dict, masks padded as the images
+                targets, restore = check_targets(targets, canvas.shape, layout, True)
         if not is_traced(true_hw):
             true_hw = np.asarray(true_hw)
             limits = np.asarray([canvas.shape[a] for a in spatial_axes(layout)])
@@ -337,10 +349,37 @@ class Pipeline:
         if indices is not None:
             indices = check_indices(indices, canvas.shape[0])
         out = self._canvas_call(canvas, true_hw, key=key, indices=indices, params=params, layout=layout,
-                                return_params=return_params)
+                                return_params=return_params or (targets is not None and params is None))
+        y, drawn = out if isinstance(out, tuple) else (out, params)
         if squeeze:
-            return (out[0][..., 0], out[1]) if return_params else out[..., 0]
-        return out
+            y = y[..., 0]
+        if targets is None:
+            return (y, drawn) if return_params else y
+        moved = self._canvas_targets(canvas, targets, drawn, true_hw, min_box_area, min_box_visibility,
+                                     restore=restore, layout=layout, rules=rules)
+        return (y, moved, drawn) if return_params else (y, moved)
+
+    def _canvas_targets(self, canvas, targets, params, true_hw, min_area, min_visibility, *, restore, layout, rules):
+        """The targets of a canvas batch moved with the parameters its call drew (or was
+        given), in the caller's structure (``restore``) and array type: NumPy (writable)
+        for a host canvas, as :func:`imgproc.core.array_type.callers_type` gives."""
+        moved = restore(self._move_canvas_targets(targets, tuple(params), jnp.asarray(true_hw, jnp.int32),
+                                                  jnp.float32(min_area), jnp.float32(min_visibility),
+                                                  shape=tuple(canvas.shape), dtype=str(canvas.dtype), layout=layout,
+                                                  rules=rules))
+        return jax.tree_util.tree_map(np.array, moved) if isinstance(canvas, np.ndarray) else moved
+
+    @functools.partial(jax.jit, static_argnums=0, static_argnames=("shape", "dtype", "layout", "rules"))
+    def _move_canvas_targets(self, targets, params, true_hw, min_area, min_visibility, *, shape, dtype, layout, rules):
+        plan = variable_size.plan(self.stages)
+        out_hw = plan.form.out_size(plan.options)
+        moved = variable_size.move_first(plan, rules[0], targets, params[plan.param_stage], true_hw, out_hw,
+                                         min_area=min_area, min_visibility=min_visibility)
+        a, b = spatial_axes(layout)
+        fixed = list(shape)
+        fixed[a], fixed[b] = out_hw
+        return move_targets(self.stages[plan.stop:], rules[plan.stop:], params[plan.stop:], tuple(fixed), layout, moved,
+                            max_value=dtype_max(jnp.dtype(dtype)), min_area=min_area, min_visibility=min_visibility)
 
     @callers_type
     def _canvas_call(self, images, true_hw, *, key, indices, params, layout, return_params):

@@ -17,6 +17,13 @@ arithmetic; tests/pipeline/test_variable_size.py checks every size-setting op).
 The padded form is the same program for callers who pad themselves (inside ``jax.jit``):
 ``pipe(canvas, key=k, sizes=true_hw)`` with ``canvas`` an ``(N, H, W, C)`` (or ``NCHW``)
 batch and ``true_hw`` an ``(N, 2)`` integer array.
+
+Targets follow per image: with a list of images, ``targets`` is a list of one dict per
+image (as for that image alone: its own number of boxes and keypoints, masks of its own
+size), and the call returns one such dict per image (:func:`list_targets`); with the
+padded form, one batched dict whose masks are padded as the images are. The size-setting
+stage moves them with the image's true size traced (:func:`move_first`), the later stages
+as on any batch: the same arithmetic as for the image alone, so the same values.
 """
 
 from __future__ import annotations
@@ -29,11 +36,13 @@ import numpy as np
 
 from imgproc.augment.common import fixed_size
 from imgproc.augment.size import shorter_side_size
+from imgproc.augment.targets import check_targets, move_one
 from imgproc.core.keys import stage_key
-from imgproc.core.registry import CanvasForm, Stage, pick_options
+from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
 
-__all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "per_image_layout", "plan", "run_plan", "to_canvas"]
+__all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
+           "plan", "run_plan", "to_canvas"]
 
 @dataclasses.dataclass(frozen=True)
 class CanvasPlan:
@@ -179,6 +188,75 @@ def check_fits(plan_: CanvasPlan, stages, true_hw: np.ndarray) -> None:
         h, w = (int(n) for n in sides[i])
         raise ValueError(f"random_crop's window {tuple(size)} is larger than image {i} ({h}, {w}) where it is "
                          "cropped: crop smaller, or resize first")
+
+
+def list_targets(targets, images, layout: str, canvas_hw):
+    """Per-image targets of a list call as one padded batch: ``(batched, restore)``.
+
+    ``targets``: a list of one dict per image of ``images`` (as :func:`check_targets` takes
+    for one image of ``layout``), each with the same keys and number of masks. Boxes and
+    keypoints are padded to the largest count (the padding invalid), masks with zeros to
+    ``canvas_hw``. ``restore(moved)`` gives back one dict per image in the caller's shapes
+    and dtypes (its own number of boxes and keypoints)."""
+    if not isinstance(targets, (list, tuple)) or len(targets) != len(images):
+        raise ValueError(f"with a list of images, targets is a list of one dict per image ({len(images)} dicts); got "
+                         f"{len(targets) if isinstance(targets, (list, tuple)) else type(targets).__name__}")
+    checked, restores = [], []
+    for i, (t, x) in enumerate(zip(targets, images)):
+        try:
+            one, restore = check_targets(t, x.shape, layout, False)
+        except ValueError as e:
+            raise ValueError(f"targets[{i}]: {e}") from None
+        if i and set(one) != set(checked[0]):
+            raise ValueError(f"the targets of a list must have the same keys; targets[0] has {sorted(checked[0])}, "
+                             f"targets[{i}] has {sorted(one)}")
+        if i and "masks" in one and one["masks"].shape[-1] != checked[0]["masks"].shape[-1]:
+            raise ValueError(f"the targets of a list must have one number of masks; targets[0] has "
+                             f"{checked[0]['masks'].shape[-1]}, targets[{i}] has {one['masks'].shape[-1]}")
+        checked.append(one)
+        restores.append(restore)
+    counts = {k: [int(t[k].shape[1]) for t in checked] for k in ("boxes", "keypoints") if k in checked[0]}
+    pad_to = {k: max(c) for k, c in counts.items()}
+    pad_to.update(box_valid=pad_to.get("boxes"), keypoint_valid=pad_to.get("keypoints"))
+
+    def padded(k, v):
+        if k == "masks":
+            return jnp.pad(v, [(0, 0), (0, canvas_hw[0] - v.shape[1]), (0, canvas_hw[1] - v.shape[2]), (0, 0)])
+        widths = [(0, 0), (0, pad_to[k] - v.shape[1])] + [(0, 0)] * (v.ndim - 2)
+        return jnp.pad(v, widths)  # zeros: padded boxes and keypoints are invalid
+
+    batched = {k: jnp.concatenate([padded(k, t[k]) for t in checked]) for k in checked[0]}
+
+    def restore(moved):
+        out = []
+        for i, back in enumerate(restores):
+            own = {}
+            for k, v in moved.items():
+                v = v[i:i + 1]
+                of = {"box_valid": "boxes", "keypoint_valid": "keypoints"}.get(k, k)
+                own[k] = v[:, :counts[of][i]] if of in counts else v
+            out.append(back(own))
+        return out
+
+    return batched, restore
+
+
+def move_first(plan_: CanvasPlan, rule: TargetRule, targets, params, true_hw, out_hw, *, min_area, min_visibility):
+    """Move a canvas batch's ``targets`` (batched, masks as the canvas) through the plan's
+    size-setting stage(s), each image with its true size traced: the first stage's
+    ``rule``, or the form's own ``move_targets`` (a fused pair). A keypoint in the
+    canvas's padding (outside its true image) is invalid, as one outside an image is."""
+
+    def one(t, p, hw):
+        hw = (hw[0], hw[1])
+        if "keypoints" in t:
+            kp = t["keypoints"]
+            t = dict(t, keypoint_valid=t["keypoint_valid"] & (kp[:, 0] < hw[1]) & (kp[:, 1] < hw[0]))
+        if plan_.form.move_targets is not None:
+            return plan_.form.move_targets(t, p, hw, min_area=min_area, min_visibility=min_visibility)
+        return move_one(rule, t, p, hw, out_hw, plan_.options, min_area, min_visibility)
+
+    return jax.vmap(one, in_axes=(0, None if params is None else 0, 0))(targets, params, jnp.asarray(true_hw, jnp.int32))
 
 
 def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout, per_image):

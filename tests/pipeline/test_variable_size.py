@@ -176,8 +176,17 @@ def test_bad_lists_and_padded_batches_are_refused():
         pipe([IMAGES[0], IMAGES[1][..., :1]], key=0)
     with pytest.raises(ValueError, match="all be 2-D"):
         pipe([IMAGES[0], IMAGES[1][..., 0]], key=0)
-    with pytest.raises(ValueError, match="targets"):
+    with pytest.raises(ValueError, match="targets is a list of one dict per image"):
         pipe(IMAGES, key=0, targets={"boxes": np.zeros((3, 1, 4), np.float32)})
+    with pytest.raises(ValueError, match=r"targets\[1\]: targets\['masks'\] must have shape"):
+        pipe(IMAGES, key=0, targets=[{"masks": np.zeros(s, bool)} for s in SIZES[:1] * 3])
+    with pytest.raises(ValueError, match="the same keys"):
+        pipe(IMAGES, key=0, targets=[TARGETS[0], {"boxes": TARGETS[1]["boxes"]}, TARGETS[2]])
+    with pytest.raises(ValueError, match="one number of masks"):
+        pipe(IMAGES, key=0, targets=[TARGETS[0], dict(TARGETS[1], masks=TARGETS[1]["masks"][..., :1]), TARGETS[2]])
+    with pytest.raises(ValueError, match="does not say how it moves targets"):
+        imgproc.Pipeline(CASES["random_crop"] + [{"op": "random_choice", "ops": [{"op": "random_rotate"}]}])(
+            IMAGES, key=0, targets=TARGETS)
     canvas = np.zeros((3, 64, 64, 3), np.uint8)
     with pytest.raises(ValueError, match=r"sizes holds each image's \(height, width\)"):
         pipe(canvas, key=0, sizes=np.array([30, 30]))
@@ -194,3 +203,64 @@ def test_a_mixing_recipe_takes_indices_as_a_list_and_a_batch_of_one():
     listed = train(IMAGES, [0, 1, 2], key=2, indices=[5, 6, 7], num_classes=3)
     np.testing.assert_array_equal(listed["images"], train(IMAGES, np.array([0, 1, 2]), key=2,
                                                           indices=np.array([5, 6, 7]), num_classes=3)["images"])
+
+
+def _targets(h, w, boxes, rng):
+    x1, y1 = rng.uniform(-2, w - 3, boxes), rng.uniform(-2, h - 3, boxes)
+    return {"boxes": np.stack([x1, y1, x1 + rng.uniform(1, 9, boxes), y1 + rng.uniform(1, 9, boxes)], -1).astype(np.float32),
+            "keypoints": np.stack([rng.uniform(0, w, boxes + 1), rng.uniform(0, h, boxes + 1)], -1).astype(np.float32),
+            "masks": rng.integers(0, 5, (h, w, 2)).astype(np.uint8)}
+
+
+TARGET_RNG = np.random.default_rng(5)
+TARGETS = [_targets(h, w, n, TARGET_RNG) for (h, w), n in zip(SIZES, (3, 1, 4))]  # ragged: 3, 1 and 4 boxes
+# one case per target rule a size-setting stage (or pair) moves targets with
+TARGET_CASES = ["resize-linear-aaTrue", "center_crop-pads-some", "letterbox-linear", "random_crop", "resized_crop",
+                "random_resized_crop-aa", "shorter-area+center_crop-pads", "shorter+random_crop", "rrc+flip+jitter"]
+
+
+def _assert_same_targets(got, alone):
+    assert set(got) == set(alone)
+    for k, v in alone.items():
+        assert got[k].shape == v.shape and got[k].dtype == v.dtype, k
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
+
+
+@pytest.mark.parametrize("name", TARGET_CASES)
+def test_targets_follow_each_image_of_a_list(name):
+    pipe = imgproc.Pipeline(CASES[name])
+    key = 4 if pipe.is_random else None
+    out, moved = pipe(IMAGES, key=key, targets=TARGETS, min_box_area=2.0)
+    assert isinstance(moved, list) and len(moved) == len(IMAGES)
+    for i, (image, t) in enumerate(zip(IMAGES, TARGETS)):
+        y, alone = pipe(image[None], key=key, indices=[i], targets={k: v[None] for k, v in t.items()}, min_box_area=2.0)
+        np.testing.assert_array_equal(out[i], y[0])
+        assert isinstance(moved[i]["boxes"], np.ndarray) and moved[i]["boxes"].shape == t["boxes"].shape
+        _assert_same_targets(moved[i], {k: np.asarray(v[0]) for k, v in alone.items()})
+
+
+def test_targets_with_channels_first_grey_replay_and_the_padded_form():
+    pipe = imgproc.Pipeline(CASES["rrc+flip+jitter"])
+    y, moved, params = pipe(IMAGES, key=6, targets=TARGETS, return_params=True)
+    replayed = pipe.apply(IMAGES, params, targets=TARGETS)
+    np.testing.assert_array_equal(replayed[0], y)
+    chw = imgproc.Pipeline(CASES["rrc+flip+jitter"], layout="CHW")
+    _, moved_chw = chw([np.moveaxis(x, -1, 0) for x in IMAGES], key=6, targets=TARGETS)
+    _, moved_grey = pipe([x[..., 0] for x in IMAGES], key=6, targets=TARGETS)
+    for i in range(len(IMAGES)):
+        for other in (replayed[1], moved_chw, moved_grey):
+            _assert_same_targets(other[i], moved[i])
+    # the padded form: one batched dict, masks padded as the images, under jit
+    canvas = np.zeros((3, 70, 80, 3), np.uint8)
+    masks = np.zeros((3, 70, 80, 2), np.uint8)
+    for i, (x, t) in enumerate(zip(IMAGES, TARGETS)):
+        canvas[i, :x.shape[0], :x.shape[1]] = x
+        masks[i, :x.shape[0], :x.shape[1]] = t["masks"]
+    keypoints = np.stack([t["keypoints"][:2] for t in TARGETS])
+    run = jax.jit(lambda c, s, k, t: pipe(c, key=k, sizes=s, targets=t))
+    y_padded, batched = run(canvas, np.array(SIZES), jax.random.key(6), {"masks": masks, "keypoints": keypoints})
+    np.testing.assert_array_equal(np.asarray(y_padded), y)
+    for i in range(len(IMAGES)):
+        np.testing.assert_array_equal(np.asarray(batched["masks"][i]), moved[i]["masks"])
+        np.testing.assert_array_equal(np.asarray(batched["keypoints"][i]), moved[i]["keypoints"][:2])
+        np.testing.assert_array_equal(np.asarray(batched["keypoint_valid"][i]), moved[i]["keypoint_valid"][:2])
