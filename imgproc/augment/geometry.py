@@ -135,16 +135,29 @@ def _resized_crop_dense(image, top, left, height, width, size, antialias, layout
     return back(y, image.dtype)
 
 
-def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box, true_hw=None):
+def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box, true_hw=None,
+                       window=None, dtype=None):
     """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
     ``max_box`` (static): a few gathered taps per output pixel
     (:mod:`imgproc.augment.resample`). ``true_hw``: the image's size when it is the
-    top-left of a larger canvas (None: the array's)."""
-    y = to_float(jnp.asarray(image))
+    top-left of a larger canvas (None: the array's). ``window``: static ``(rows, cols)``:
+    only that window of the image, placed around the box, is read (the caller chose it
+    to hold every pixel the box's filters reach, :func:`_box_reach`); the same bits.
+    ``dtype``: the result's (None: the image's)."""
     axes = spatial_axes(layout)
+    x = jnp.asarray(image)
     if true_hw is None:
-        true_hw = tuple(y.shape[a] for a in axes)
-    for axis, n_valid, n_out, start, length, bound in zip(axes, true_hw, size, (top, left), (height, width), max_box):
+        true_hw = tuple(x.shape[a] for a in axes)
+    starts = [0, 0]
+    if window is not None:
+        for i, (axis, start, length, n_out, side) in enumerate(zip(axes, (top, left), (height, width), size, window)):
+            reach_before = _box_reach(length, n_out, antialias)[0]
+            first = jnp.floor(jnp.asarray(start, jnp.float32) - reach_before).astype(jnp.int32)
+            starts[i] = jnp.clip(first, 0, x.shape[axis] - side)
+            x = jax.lax.dynamic_slice_in_dim(x, starts[i], side, axis=axis)
+    y = to_float(x)
+    for axis, n_valid, n_out, start, length, bound, offset in zip(axes, true_hw, size, (top, left), (height, width),
+                                                                    max_box, starts):
         scale = n_out / jnp.asarray(length, jnp.float32)
         inv = 1.0 / scale
         translation = -jnp.asarray(start, jnp.float32) * scale
@@ -152,8 +165,19 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
         width_ = jnp.maximum(inv, 1.0) if antialias else 1.0
         index, weight = filter_taps(centre, n_valid, method="linear", width=width_,
                                     taps=tap_count("linear", bound / n_out, antialias))
+        if window is not None:  # the same taps, indexed in the window (those outside weigh 0)
+            index = jnp.clip(index - offset, 0, y.shape[axis] - 1)
         y = resample_axis(y, axis, index, weight)
-    return back(y, image.dtype)
+    return back(y, image.dtype if dtype is None else dtype)
+
+
+def _box_reach(length, n_out, antialias):
+    """How far a resized crop's linear taps reach outside its box along an axis of box
+    ``length`` (traced) resized to ``n_out``: ``(before, span)``, pixels before the box's
+    start and the whole extent read (a pixel of margin on each side for rounding)."""
+    inv = jnp.asarray(length, jnp.float32) / n_out
+    radius = jnp.maximum(inv, 1.0) if antialias else jnp.ones((), jnp.float32)
+    return radius + 1.0, jnp.asarray(length, jnp.float32) + 2.0 * radius + 2.0
 
 
 @callers_type
@@ -355,6 +379,34 @@ def _random_resized_crop_canvas(image, params, true_hw, *, layout, size=None, an
                               antialias, layout, max_box=hw(image, layout), true_hw=true_hw)
 
 
+# window sides a looped random_resized_crop reads its box from (besides the whole canvas)
+WINDOW_SIDES = (160, 288, 512)
+
+
+def _random_resized_crop_looped(image, params, true_hw, *, layout, size=None, antialias=True):
+    """:func:`_random_resized_crop_canvas` for one image at a time (a ``lax.map`` over the
+    batch): the box is read from the smallest of a few square windows that holds what its
+    filters reach (``WINDOW_SIDES``, else the whole canvas), each a branch of a
+    ``lax.switch``: an image's work then follows its box, not the canvas (a box of 300
+    pixels in a canvas of 1024 read 1024 columns with taps for a 1024-pixel box). The
+    same bits: the same taps and weights, indexed in the window. Takes the image in its
+    dtype (only the window is converted), gives float32 (``CanvasForm.apply_looped``)."""
+    size = check_size_pair("size", size)
+    height, width = _held_box(params, true_hw)
+    canvas = hw(image, layout)
+    sides = [s for s in WINDOW_SIDES if s < min(canvas)]
+    need = jnp.maximum(_box_reach(height, size[0], antialias)[1], _box_reach(width, size[1], antialias)[1])
+    branch = sum((need > s).astype(jnp.int32) for s in sides) if sides else 0
+
+    def read(side):
+        window = None if side is None else (side, side)
+        bound = canvas if side is None else (float(side), float(side))
+        return lambda x: _resized_crop_taps(x, params["top"], params["left"], height, width, size, antialias, layout,
+                                            max_box=bound, true_hw=true_hw, window=window, dtype=jnp.float32)
+
+    return jax.lax.switch(branch, [read(s) for s in sides] + [read(None)], image)
+
+
 def _random_crop_canvas_params(key, true_hw, *, layout, size=None):
     return crop_window_params(key, true_hw, check_size_pair("size", size))
 
@@ -462,7 +514,8 @@ _CANVAS = {
     "resized_crop": CanvasForm(fixed_size, _resized_crop_canvas),
     "random_crop": CanvasForm(fixed_size, _random_crop_canvas, sample=_random_crop_canvas_params),
     "random_resized_crop": CanvasForm(fixed_size, _random_resized_crop_canvas,
-                                      sample=_random_resized_crop_canvas_params),
+                                      sample=_random_resized_crop_canvas_params,
+                                      apply_looped=_random_resized_crop_looped),
 }
 
 

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import to_output
 from imgproc.core.images import check_image
-from imgproc.core.keys import BATCH_LAYOUTS, stage_key
+from imgproc.core.keys import BATCH_LAYOUTS, GAMMA_UNIFORMS, beta_from, stage_key
 from imgproc.core.validate import check_indices, check_key, check_number, is_traced
 
 MIX_OPS = ("mixup", "cutmix")
@@ -54,37 +54,36 @@ def _check_batch(images, labels, layout, indices, num_classes):
     return images, labels.astype(jnp.float32), layout, indices
 
 
-def _partners(keys):
-    """Image ``i``'s partner: the next image in the cycle sorted by each image's draw."""
-    u = jax.vmap(lambda k: jax.random.bits(jax.random.fold_in(k, 0), (), jnp.uint32))(keys)
+def _partners(u):
+    """Image ``i``'s partner: the next image in the cycle sorted by each image's draw
+    ``u[i]`` (ties, improbable, by position)."""
     order = jnp.argsort(u, stable=True)
     rank = jnp.argsort(order)
-    return order[(rank + 1) % keys.shape[0]]
+    return order[(rank + 1) % u.shape[0]]
 
 
 def _mix_params(key, images, layout, indices, alphas, op_index):
     """Per-image draws: partner, ``lam`` (from the alpha of the image's op), CutMix box
-    ``(x1, y1, x2, y2)`` and op (0 mixup, 1 cutmix: ``op_index``, or drawn when None)."""
+    ``(x1, y1, x2, y2)`` and op (0 mixup, 1 cutmix: ``op_index``, or drawn when None).
+    Every variate of image ``i`` comes from one ``jax.random.uniform`` call on its key
+    (each random call is a hash XLA compiles on its own: twenty of them took seconds)."""
     n = images.shape[0]
     h, w = (images.shape[1], images.shape[2]) if layout == "NHWC" else (images.shape[2], images.shape[3])
-    keys = jax.vmap(lambda i: stage_key(key, i))(indices)
-
-    def beta(alpha):
-        a = jnp.asarray(alpha, jnp.float32)
-        return jax.vmap(lambda k: jax.random.beta(jax.random.fold_in(k, 1), a, a))(keys)
-
-    if op_index is None:
-        op = jax.vmap(lambda k: jax.random.randint(jax.random.fold_in(k, 4), (), 0, 2))(keys)
-    else:
-        op = jnp.full((n,), op_index, jnp.int32)
-    lam = beta(alphas[0]) if alphas[0] == alphas[1] else jnp.where(op == 1, beta(alphas[1]), beta(alphas[0]))
-    cx = jax.vmap(lambda k: jax.random.randint(jax.random.fold_in(k, 2), (), 0, w))(keys)
-    cy = jax.vmap(lambda k: jax.random.randint(jax.random.fold_in(k, 3), (), 0, h))(keys)
+    g = GAMMA_UNIFORMS
+    # per image: two Beta draws (one per alpha), the op, the box centre, the partner order
+    u = jax.vmap(lambda i: jax.random.uniform(stage_key(key, i), (4 * g + 4,), jnp.float32))(indices)
+    betas = [jax.vmap(lambda v, a=a: beta_from(v.reshape(2, g), a, a))(u[:, j * 2 * g:(j + 1) * 2 * g])
+             for j, a in enumerate(jnp.asarray(alpha, jnp.float32) for alpha in alphas)]
+    rest = u[:, 4 * g:]
+    op = (rest[:, 0] < 0.5).astype(jnp.int32) if op_index is None else jnp.full((n,), op_index, jnp.int32)
+    lam = jnp.where(op == 1, betas[1], betas[0])
+    cx = jnp.minimum(jnp.floor(rest[:, 1] * w).astype(jnp.int32), w - 1)
+    cy = jnp.minimum(jnp.floor(rest[:, 2] * h).astype(jnp.int32), h - 1)
     r = 0.5 * jnp.sqrt(1.0 - lam)
     rw, rh = jnp.floor(r * w).astype(jnp.int32), jnp.floor(r * h).astype(jnp.int32)
     box = jnp.stack([jnp.maximum(cx - rw, 0), jnp.maximum(cy - rh, 0), jnp.minimum(cx + rw, w),
                      jnp.minimum(cy + rh, h)], -1)
-    return {"partner": _partners(keys), "lam": lam, "box": box, "op": op.astype(jnp.int32)}
+    return {"partner": _partners(rest[:, 3]), "lam": lam, "box": box, "op": op}
 
 
 def _apply_mix(images, labels, params, layout):

@@ -38,7 +38,7 @@ from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batc
 from imgproc.augment.common import back, hw
 from imgproc.augment.warp import affine_matrix, warp
 from imgproc.core.arrays import resolve_max
-from imgproc.core.keys import doctests, random_op
+from imgproc.core.keys import dirichlet, doctests, random_op
 from imgproc.core.registry import IN_LOOP, register_ops
 from imgproc.core.validate import check_choice, check_int, check_number
 from imgproc.augment.intensity import (
@@ -515,8 +515,8 @@ def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1
     table, signed = _tables(space, 10)
     kw, km, kd, ko, kb, ks = jax.random.split(key, 6)
     a = jnp.asarray(alpha, jnp.float32)
-    m = jax.random.dirichlet(kw, jnp.stack([a, a]))
-    weights = jax.random.dirichlet(km, jnp.full((n_chains,), a)) * m[1]
+    m = dirichlet(kw, jnp.stack([a, a]))
+    weights = dirichlet(km, jnp.full((n_chains,), a)) * m[1]
     chain_depth = jnp.full((n_chains, 1), steps) if depth != -1 else jax.random.randint(kd, (n_chains, 1), 1, 4)
     ops = jax.random.randint(ko, (n_chains, steps), 1, len(space))  # 0 is Identity, not drawn
     ops = jnp.where(jnp.arange(steps)[None, :] < chain_depth, ops, 0)

@@ -27,7 +27,7 @@ from imgproc.core.images import check_image
 from imgproc.core.registry import OpInfo, pick_options, takes
 from imgproc.core.validate import check_key
 
-__all__ = ["BATCH_LAYOUTS", "bernoulli", "doctests", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch",
+__all__ = ["BATCH_LAYOUTS", "GAMMA_UNIFORMS", "bernoulli", "beta", "beta_from", "dirichlet", "doctests", "log_gamma", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch",
            "stage_key", "uniform"]
 
 BATCH_LAYOUTS = {"NHWC": "HWC", "NCHW": "CHW"}
@@ -205,6 +205,54 @@ def doctests(ops) -> dict:
 def bernoulli(key, p):
     """True with probability ``p`` (traced)."""
     return jax.random.uniform(key) < jnp.asarray(p, jnp.float32)
+
+
+# proposals a Gamma draw makes at once (:func:`log_gamma`): each is accepted with
+# probability at least 0.95, so all twelve fail with probability below 1e-15
+GAMMA_PROPOSALS = 12
+GAMMA_UNIFORMS = 2 * GAMMA_PROPOSALS + 1  # the uniforms one Gamma draw reads
+
+
+def log_gamma(u, shape):
+    """``log`` of a Gamma(``shape``, 1) draw (traced ``shape > 0``) from ``u``, a vector of
+    :data:`GAMMA_UNIFORMS` independent uniforms in [0, 1): Marsaglia and Tsang's method with
+    a fixed number of proposals (:data:`GAMMA_PROPOSALS`, normals by the inverse CDF), the
+    first accepted kept; for ``shape < 1`` boosted by ``U ** (1 / shape)`` (in logs: no
+    underflow at small shapes). ``jax.random.gamma`` draws the same distribution with a
+    rejection ``while_loop`` and a key split per step, which took seconds to compile in every
+    program holding it; here all the variates come from one draw."""
+    k = jnp.asarray(shape, jnp.float32)
+    tiny = jnp.finfo(jnp.float32).tiny
+    boosted = k < 1.0
+    d = jnp.where(boosted, k + 1.0, k) - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    n = GAMMA_PROPOSALS
+    x = jnp.sqrt(2.0) * jax.lax.erf_inv(jnp.clip(2.0 * u[:n] - 1.0, -1.0 + 1e-7, 1.0 - 1e-7))
+    v = (1.0 + c * x) ** 3
+    log_v = jnp.log(jnp.where(v > 0, v, 1.0))
+    accepted = (v > 0) & (jnp.log(jnp.maximum(u[n:2 * n], tiny)) < 0.5 * x * x + d - d * v + d * log_v)
+    log_g = jnp.log(d) + jnp.where(accepted.any(), log_v[jnp.argmax(accepted)], 0.0)
+    return log_g + jnp.where(boosted, jnp.log(jnp.maximum(u[2 * n], tiny)) / k, 0.0)
+
+
+def beta(key, a, b):
+    """A float32 Beta(``a``, ``b``) draw (traced ``a, b > 0``): ``G_a / (G_a + G_b)`` of two
+    Gamma draws (:func:`log_gamma`), from one ``jax.random.uniform`` call."""
+    u = jax.random.uniform(key, (2, GAMMA_UNIFORMS), jnp.float32)
+    return beta_from(u, a, b)
+
+
+def beta_from(u, a, b):
+    """:func:`beta` from ``u``, ``(2, GAMMA_UNIFORMS)`` uniforms in [0, 1)."""
+    return jax.nn.sigmoid(log_gamma(u[0], a) - log_gamma(u[1], b))
+
+
+def dirichlet(key, alpha):
+    """A float32 Dirichlet(``alpha``) draw (``alpha`` a 1-D traced array, each > 0): Gamma
+    draws (:func:`log_gamma`) normalised, from one ``jax.random.uniform`` call."""
+    alpha = jnp.asarray(alpha, jnp.float32)
+    u = jax.random.uniform(key, (alpha.shape[0], GAMMA_UNIFORMS), jnp.float32)
+    return jax.nn.softmax(jax.vmap(log_gamma)(u, alpha))
 
 
 def uniform(key, lo, hi):

@@ -80,6 +80,12 @@ class CanvasForm:
             :func:`imgproc.augment.targets.move_one` moves them) where the op's own
             :class:`TargetRule` does not serve: a fused pair. None: the op's own rule,
             called with the true size as a traced ``in_hw``.
+
+        apply_looped: ``apply`` for one image at a time in a loop over the batch
+            (``lax.map``, the CPU's way), where choosing per image what to compute pays
+            (``lax.switch`` branches; under ``vmap`` they would all run): it takes the
+            image in its own dtype (``apply`` takes it converted to float32) and gives
+            what ``apply`` gives, float32, unrounded. None: ``apply``.
     """
 
     out_size: Callable
@@ -87,6 +93,7 @@ class CanvasForm:
     sample: Callable | None = None
     fuse: Callable | None = None
     move_targets: Callable | None = None
+    apply_looped: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,6 +40,7 @@ from imgproc.augment.targets import check_targets, move_one
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
+from imgproc.cpu import host_buffer
 
 __all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
            "plan", "run_plan", "to_canvas"]
@@ -59,8 +60,11 @@ class CanvasPlan:
     def sample(self, key, true_hw, *, layout):
         return self.form.sample(key, true_hw, layout=layout, **pick_options(self.form.sample, self.options))
 
-    def apply(self, image, params, true_hw, *, layout):
-        return self.form.apply(image, params, true_hw, layout=layout, **pick_options(self.form.apply, self.options))
+    def apply(self, image, params, true_hw, *, layout, looped=False):
+        """The form on one image; ``looped``: one image at a time in a loop over the batch
+        (its ``apply_looped`` where it has one)."""
+        fn = self.form.apply_looped if looped and self.form.apply_looped is not None else self.form.apply
+        return fn(image, params, true_hw, layout=layout, **pick_options(fn, self.options))
 
 
 SIZE_SETTERS = ("random_resized_crop, resize, center_crop, letterbox, random_crop or resized_crop with a size, "
@@ -149,9 +153,17 @@ def to_canvas(images, layout: str, *, xp=np):
     shape[channel_axis + 1] = channels.pop()
     shape[hw_axes[0] + 1], shape[hw_axes[1] + 1] = sides
     if xp is np:
-        canvas = np.zeros(shape, first.dtype)
+        # aligned host memory the CPU client reads in place (a copy of the canvas into
+        # the program cost more than the random resized crop of it), zeroed around each image
+        canvas = host_buffer(tuple(shape), first.dtype)
+        a, b = hw_axes
         for i, p in enumerate(planes):
             canvas[(i,) + tuple(slice(0, n) for n in p.shape)] = p
+            below, right = [slice(None)] * 3, [slice(None)] * 3
+            below[a] = slice(p.shape[a], None)
+            right[a], right[b] = slice(0, p.shape[a]), slice(p.shape[b], None)
+            canvas[(i, *below)] = 0
+            canvas[(i, *right)] = 0
     else:
         canvas = xp.stack([xp.pad(p, [(0, n - m) for n, m in zip(shape[1:], p.shape)]) for p in planes])
     return canvas, true_hw
@@ -270,6 +282,8 @@ def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout
         p = None
         if plan_.form.sample is not None:
             p = plan_.sample(stage_key(key, i, plan_.param_stage), sizes, layout=layout) if given is None else given
+        if per_image and plan_.form.apply_looped is not None:  # reads the image in its dtype, gives float32
+            return plan_.apply(image, p, sizes, layout=layout, looped=True), p
         return plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout), p
 
     given = None if params is None else params[plan_.param_stage]

@@ -264,3 +264,27 @@ def test_targets_with_channels_first_grey_replay_and_the_padded_form():
         np.testing.assert_array_equal(np.asarray(batched["masks"][i]), moved[i]["masks"])
         np.testing.assert_array_equal(np.asarray(batched["keypoints"][i]), moved[i]["keypoints"][:2])
         np.testing.assert_array_equal(np.asarray(batched["keypoint_valid"][i]), moved[i]["keypoint_valid"][:2])
+
+
+@pytest.mark.parametrize("antialias", [True, False])
+def test_looped_random_resized_crop_reads_a_window_with_the_same_bits(antialias):
+    """The per-image loop reads each box from a window around it (a branch per window
+    side): boxes at the corners, the edges and the middle, small to whole, give the
+    canvas form's bits."""
+    from imgproc.augment.geometry import WINDOW_SIDES, _random_resized_crop_canvas, _random_resized_crop_looped
+    rng = np.random.default_rng(1)
+    canvas = np.zeros((640, 704, 3), np.uint8)
+    canvas[:600, :650] = rng.integers(0, 256, (600, 650, 3), dtype=np.uint8)
+    true_hw = (jnp.int32(600), jnp.int32(650))
+    boxes = [(0, 0, 30, 40), (590.5, 640.2, 9.5, 9.8), (100.3, 200.7, 150, 170), (50, 60, 280, 300),
+             (300, 10, 299.9, 400), (400, 500, 200, 150), (0, 0, 600, 650), (0.4, 3, 597.6, 640)]
+    for size in ((24, 24), (224, 160)):
+        run = jax.jit(lambda x, p: (_random_resized_crop_looped(x, p, true_hw, layout="HWC", size=size,
+                                                                antialias=antialias),
+                                    _random_resized_crop_canvas(x.astype(jnp.float32), p, true_hw, layout="HWC",
+                                                                size=size, antialias=antialias)))
+        for top, left, height, width in boxes:
+            params = {k: jnp.float32(v) for k, v in zip(("top", "left", "height", "width"), (top, left, height, width))}
+            looped, whole = run(canvas, params)
+            np.testing.assert_array_equal(np.asarray(looped), np.asarray(whole), err_msg=f"{size} {top, left, height, width}")
+    assert WINDOW_SIDES[-1] < 640  # every window and the whole canvas were read
