@@ -98,7 +98,9 @@ def check_number(name, value, *, low=None, high=None, low_open=False):
 
 def check_indices(indices, n: int):
     """``indices`` for ``n`` images (random draws ``fold_in(key, index)``): ``n`` integers
-    in ``[0, 2**31)``, as a JAX array; a single image (``n == 1``) may give one integer.
+    in ``[0, 2**31)``, as int32 (a NumPy array for host data: a ``jax.Array`` made here would
+    compile a conversion program per batch size); a single image (``n == 1``) may give one
+    integer.
     A float index would be truncated and a 64-bit one wrapped into another image's draw,
     so both are refused (values only for host data: a ``jax.Array`` is left on its devices).
 
@@ -120,7 +122,7 @@ def check_indices(indices, n: int):
         raise ValueError(f"{want}; got {a.dtype} values")
     if not traced and a.size and (a.min() < 0 or a.max() >= 2 ** 31):
         raise ValueError(f"{want}; got values {int(a.min())}..{int(a.max())}")
-    return jnp.asarray(a)
+    return a.astype(jnp.int32) if traced else a.astype(np.int32)
 
 
 def check_range(name, value, *, low=None, high=None):
@@ -223,7 +225,12 @@ def check_key(key):
     Python or NumPy int is taken as the seed, ``jax.random.key(seed)``. Refuses ``None`` and
     anything else with how to make a key."""
     if is_int(key):
-        return jax.random.key(int(key))
+        seed = int(key)
+        if -2 ** 31 <= seed < 2 ** 31 and not jax.config.jax_enable_x64:
+            # jax.random.key(seed)'s words, [0, seed mod 2**32], without the two small
+            # programs it compiles on its first call
+            return jax.random.wrap_key_data(np.array([0, seed & 0xFFFFFFFF], np.uint32))
+        return jax.random.key(seed)
     if key is None:
         raise ValueError("a random op needs a key: key=jax.random.key(seed) (or an int seed, key=0)")
     if not hasattr(key, "dtype") or not hasattr(key, "shape"):

@@ -131,6 +131,7 @@ class Pipeline:
         self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
         # images of different sizes: one program per canvas shape (imgproc.pipeline.variable_size)
         self._canvas_program = jax.jit(self._run_canvas, static_argnames=("layout", "return_params"))
+        self._canvas_shapes = variable_size.CanvasShapes()  # canvases run: a batch that fits one runs in it
 
     @property
     def is_random(self) -> bool:
@@ -322,8 +323,10 @@ class Pipeline:
         if sizes is None:
             one = variable_size.per_image_layout(self.layout, images[0].ndim)
             host = not any(isinstance(x, jax.Array) for x in images)
+            # a replay keeps its own canvas (its parameters are one per image)
             canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
-                                                      xp=np if host else jnp)
+                                                      xp=np if host else jnp,
+                                                      shapes=self._canvas_shapes if params is None else None)
             layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
             if targets is not None:
                 targets, restore = variable_size.list_targets(
@@ -346,16 +349,22 @@ class Pipeline:
                 raise ValueError(f"sizes must be integers from 1 to the padded batch's (height, width) {tuple(limits)}")
             variable_size.check_fits(plan, self.stages, true_hw)
             true_hw = true_hw.astype(np.int32)
+        n = len(images) if sizes is None else canvas.shape[0]  # the canvas may hold more slots (CanvasShapes)
         if indices is not None:
-            indices = check_indices(indices, canvas.shape[0])
+            indices = check_indices(indices, n)
+        if canvas.shape[0] > n:
+            indices = np.concatenate([np.arange(n, dtype=np.int32) if indices is None else indices,
+                                      np.zeros(canvas.shape[0] - n, np.int32)])
         out = self._canvas_call(canvas, true_hw, key=key, indices=indices, params=params, layout=layout,
                                 return_params=return_params or (targets is not None and params is None))
         y, drawn = out if isinstance(out, tuple) else (out, params)
+        if canvas.shape[0] > n:
+            y, drawn = y[:n], jax.tree_util.tree_map(lambda a: a[:n], drawn)
         if squeeze:
             y = y[..., 0]
         if targets is None:
             return (y, drawn) if return_params else y
-        moved = self._canvas_targets(canvas, targets, drawn, true_hw, min_box_area, min_box_visibility,
+        moved = self._canvas_targets(canvas[:n], targets, drawn, true_hw[:n], min_box_area, min_box_visibility,
                                      restore=restore, layout=layout, rules=rules)
         return (y, moved, drawn) if return_params else (y, moved)
 

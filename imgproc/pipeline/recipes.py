@@ -211,7 +211,8 @@ class Recipe:
                 such as ``imagenet_eval``). indices: one int per image (default
                 ``arange(B)``): the samples' global indices, which fix their draws.
             targets: for a recipe that lists target kinds: ``{"boxes", "box_valid",
-                "masks", "keypoints", "keypoint_valid"}`` as a pipeline takes them.
+                "masks", "keypoints", "keypoint_valid"}`` as a pipeline takes them (with a
+                list of images, a list of one such dict per image).
 
         Returns:
             ``{"images": (B, h, w, C) array, "labels": (B, K) float32 (when given),
@@ -227,19 +228,40 @@ class Recipe:
         return self._call_batch(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes)
 
     def _call_list(self, images, labels, *, key, indices, targets, num_classes):
-        """A list of images: the augmentation makes one batch of them, then the rest as
-        for a batch (the caller's array type: the augmentation's)."""
-        if targets is not None:
-            raise ValueError("targets go with a batch of one size; with a list of images of different sizes call the "
-                             "recipe once per image with its targets")
+        """A list of images: the augmentation makes one batch of them (and moves their
+        targets: a list of one dict per image, one per image back), then the rest as for
+        a batch (the caller's array type: the augmentation's)."""
         key = self._key(key)
+        if targets is not None:
+            if not isinstance(targets, (list, tuple)):
+                raise ValueError(f"with a list of images, targets is a list of one dict per image ({len(images)} "
+                                 f"dicts); got {type(targets).__name__}")
+            for t in targets:
+                self._check_target_keys(t)
         if self.mix is not None and labels is not None:
             _check_labels(labels, len(images), num_classes)
             if indices is None:
                 indices = np.arange(len(images))
-        x = self._augment(images, key=key, indices=indices)
-        return self._call_batch(x, labels, key=key, indices=indices, targets=None, num_classes=num_classes,
-                                augmented=True)
+        if targets is None:
+            x = self._augment(images, key=key, indices=indices)
+        else:
+            x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area)
+        out = self._call_batch(x, labels, key=key, indices=indices, targets=None, num_classes=num_classes,
+                               augmented=True)
+        if targets is not None:
+            out["targets"] = moved
+        return out
+
+    def _check_target_keys(self, targets):
+        """Refuse targets this recipe does not move (its spec's ``"targets"``)."""
+        if not self.targets:
+            raise ValueError(f"recipe {self.name!r} moves no targets (its spec lists none); detection_train does")
+        allowed = {"boxes": ("boxes", "box_valid"), "masks": ("masks",), "keypoints": ("keypoints", "keypoint_valid")}
+        ok = {k for kind in self.targets for k in allowed[kind]}
+        extra = sorted(set(targets) - ok) if isinstance(targets, dict) else []
+        if extra:
+            raise ValueError(f"recipe {self.name!r} takes targets {', '.join(sorted(ok))}; got "
+                             f"{', '.join(map(repr, extra))} (all target keys: {', '.join(TARGET_KEYS)})")
 
     def _key(self, key):
         if key is None:
@@ -253,16 +275,7 @@ class Recipe:
     def _call_batch(self, images, labels, *, key, indices, targets, num_classes, augmented=False):
         key = self._key(key)
         if targets is not None:
-            if not self.targets:
-                raise ValueError(f"recipe {self.name!r} moves no targets (its spec lists none); "
-                                 "detection_train does")
-            allowed = {"boxes": ("boxes", "box_valid"), "masks": ("masks",),
-                       "keypoints": ("keypoints", "keypoint_valid")}
-            ok = {k for kind in self.targets for k in allowed[kind]}
-            extra = sorted(set(targets) - ok)
-            if extra:
-                raise ValueError(f"recipe {self.name!r} takes targets {', '.join(sorted(ok))}; got "
-                                 f"{', '.join(map(repr, extra))} (all target keys: {', '.join(TARGET_KEYS)})")
+            self._check_target_keys(targets)
         if self.mix is not None and labels is None:
             raise ValueError(f"recipe {self.name!r} mixes labels (MixUp/CutMix): pass labels, one-hot (B, K) or "
                              "integer ids with num_classes")

@@ -42,7 +42,7 @@ from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
 from imgproc.cpu import host_buffer
 
-__all__ = ["CanvasPlan", "canvas_side", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
+__all__ = ["CanvasPlan", "CanvasShapes", "canvas_side", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
            "plan", "run_plan", "to_canvas"]
 
 @dataclasses.dataclass(frozen=True)
@@ -127,12 +127,14 @@ def per_image_layout(layout, ndim: int) -> str:
     return "HWC"
 
 
-def to_canvas(images, layout: str, *, xp=np):
+def to_canvas(images, layout: str, *, xp=np, shapes=None):
     """Zero-pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC
     or CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW``
     for CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]``, its sides
     :func:`canvas_side` of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
-    ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones."""
+    ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones. ``shapes``: a
+    :class:`CanvasShapes` (host images only) that may choose a larger canvas, one already
+    compiled: its slots beyond ``len(images)`` hold zero images of the canvas's size."""
     first = images[0]
     for i, x in enumerate(images):
         if x.dtype != first.dtype:
@@ -149,7 +151,11 @@ def to_canvas(images, layout: str, *, xp=np):
         raise ValueError(f"the images of a list must have one channel count; got {sorted(channels)}")
     true_hw = np.array([[p.shape[a] for a in hw_axes] for p in planes], np.int32)
     sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
-    shape = [len(planes), 0, 0, 0]
+    slots = len(planes)
+    if shapes is not None and xp is np:
+        slots, *sides = shapes.choose(slots, *sides, signature=(first.dtype.str, layout, planes[0].shape[channel_axis]))
+        true_hw = np.concatenate([true_hw, np.tile(np.int32(sides), (slots - len(planes), 1))])
+    shape = [slots, 0, 0, 0]
     shape[channel_axis + 1] = channels.pop()
     shape[hw_axes[0] + 1], shape[hw_axes[1] + 1] = sides
     if xp is np:
@@ -164,9 +170,45 @@ def to_canvas(images, layout: str, *, xp=np):
             right[a], right[b] = slice(0, p.shape[a]), slice(p.shape[b], None)
             canvas[(i, *below)] = 0
             canvas[(i, *right)] = 0
+        canvas[len(planes):] = 0  # slots of a larger canvas chosen (shapes)
     else:
         canvas = xp.stack([xp.pad(p, [(0, n - m) for n, m in zip(shape[1:], p.shape)]) for p in planes])
     return canvas, true_hw
+
+
+class CanvasShapes:
+    """The canvases a pipeline ran, so that a batch that fits one of them runs in it
+    rather than compile a program of its own: an epoch's last, smaller batch, a batch
+    whose largest image is a little smaller. :meth:`choose` takes the smallest canvas
+    ``(slots, height, width)`` met before that holds the batch with at most ``MAX_GROWTH``
+    times its slots and ``MAX_GROWTH`` times its pixels per slot; otherwise the batch's own
+    canvas, grown to the sides of the largest canvas met with as many slots when that
+    stays within the bound (so a dataset's canvases converge on one). An extra slot costs
+    an image's share of the size-setting stage, extra pixels the canvas's filling (the
+    crop reads a window around its box); the images' results do not depend on the canvas."""
+
+    MAX_GROWTH = 2.0
+
+    def __init__(self):
+        self._met = {}  # signature (dtype, layout, channels) -> set of (slots, height, width)
+
+    def choose(self, slots: int, height: int, width: int, *, signature) -> tuple[int, int, int]:
+        met = self._met.setdefault(signature, set())
+        area = self.MAX_GROWTH * height * width
+
+        def within(m):
+            return m[0] <= self.MAX_GROWTH * slots and m[1] * m[2] <= area
+
+        fits = [m for m in met if m[0] >= slots and m[1] >= height and m[2] >= width and within(m)]
+        if fits:
+            return min(fits, key=lambda m: (m[0] * m[1] * m[2], m))
+        same = [m for m in met if m[0] == slots]
+        if same:
+            grown = (slots, max(height, max(m[1] for m in same)), max(width, max(m[2] for m in same)))
+            if within(grown):
+                height, width = grown[1:]
+        met.add((slots, height, width))
+        return slots, height, width
 
 
 def canvas_side(n: int) -> int:

@@ -301,3 +301,9 @@ def test_save_image_refuses_floats_clearly_outside_0_1(tmp_path, scale, ok):
     assert not path.exists()
     with pytest.raises(ValueError, match="image / 255"):  # what a pipeline returns for float input
         imgproc.save_image(path, imgproc.gaussian_blur(jnp.asarray(x), 1.0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2 ** 31 - 1, -1, -(2 ** 31)])
+def test_an_int_seed_makes_jax_random_keys_words(seed):
+    from imgproc.core.validate import check_key
+    np.testing.assert_array_equal(jax.random.key_data(check_key(seed)), jax.random.key_data(jax.random.key(seed)))

@@ -127,7 +127,8 @@ def test_many_sizes_compile_a_few_programs_and_never_again(compilations):
     with compilations() as first:
         epoch(0)
     assert len(sizes) == 48 and len(canvases) <= 2
-    assert recipe._augment.trace_count == len(canvases) and recipe.trace_count == 1
+    # one program per canvas at most: a batch that fits a canvas met before runs in it
+    assert recipe._augment.trace_count <= len(canvases) and recipe.trace_count == 1
     assert len(first) <= 8, f"{len(first)} compilations for 48 sizes"
     with compilations() as second:
         epoch(1)
@@ -288,3 +289,39 @@ def test_looped_random_resized_crop_reads_a_window_with_the_same_bits(antialias)
             looped, whole = run(canvas, params)
             np.testing.assert_array_equal(np.asarray(looped), np.asarray(whole), err_msg=f"{size} {top, left, height, width}")
     assert WINDOW_SIDES[-1] < 640  # every window and the whole canvas were read
+
+
+def test_a_smaller_batch_runs_in_a_canvas_met_before(compilations):
+    """An epoch's last, smaller batch (and one of smaller images) runs in the canvas the
+    full batches compiled, in its extra slots zero images; the results are the images'."""
+    rng = np.random.default_rng(3)
+    full = [rng.integers(0, 256, (int(rng.integers(40, 61)), int(rng.integers(40, 61)), 3), dtype=np.uint8)
+            for _ in range(8)]
+    last = [rng.integers(0, 256, (int(rng.integers(30, 50)), int(rng.integers(30, 50)), 3), dtype=np.uint8)
+            for _ in range(5)]
+    pipe = imgproc.Pipeline(CASES["rrc+flip+jitter"])
+    pipe(full, key=1)
+    with compilations() as later:
+        out = pipe(last, key=1, indices=np.arange(8, 13))
+    assert pipe.trace_count == 1 and later == []
+    assert out.shape == (5, 16, 16, 3)
+    for i in (0, 4):
+        np.testing.assert_array_equal(out[i], pipe(last[i][None], key=1, indices=[8 + i])[0])
+    again, params = pipe(last, key=1, indices=np.arange(8, 13), return_params=True)
+    assert params[0]["top"].shape == (5,)
+    np.testing.assert_array_equal(again, out)
+    np.testing.assert_array_equal(pipe.apply(last, params, indices=np.arange(8, 13)), out)
+
+
+def test_the_detection_recipe_takes_photos_of_different_sizes_with_their_targets():
+    detect = recipes.detection_train((24, 24))
+    targets = [{k: t[k] for k in ("boxes", "masks")} for t in TARGETS]
+    out = detect(IMAGES, key=3, indices=[4, 5, 6], targets=targets)
+    assert out["images"].shape == (3, 24, 24, 3) and len(out["targets"]) == 3
+    for i, (image, t) in enumerate(zip(IMAGES, targets)):
+        alone = detect(image[None], key=3, indices=[4 + i], targets={k: v[None] for k, v in t.items()})
+        np.testing.assert_array_equal(out["images"][i], alone["images"][0])
+        for k, v in alone["targets"].items():
+            np.testing.assert_array_equal(out["targets"][i][k], np.asarray(v[0]), err_msg=k)
+    with pytest.raises(ValueError, match="imagenet_train' moves no targets"):
+        recipes.imagenet_train(16)(IMAGES, [0, 1, 2], key=0, num_classes=3, targets=targets)
