@@ -20,7 +20,7 @@ from imgproc.core.validate import check_mode, is_traced
 from imgproc.cpu import cpu_cores, host_buffer, in_threads, keep
 
 __all__ = [
-    "MIN_IMAGES_PER_PART", "bucket_size", "chunk_size", "extend_from", "loop_parts", "run_in_chunks",
+    "MIN_IMAGES_PER_PART", "bucket_size", "chunk_size", "extend_from", "loop_parts", "part_count", "run_in_chunks",
     "run_parts",
 ]
 
@@ -110,10 +110,18 @@ def loop_parts(images, *, loops: bool, batched: bool, traced_args=()) -> int:
     threads runs up to that many times faster. Only for concrete batches on CPU, at least
     :data:`MIN_IMAGES_PER_PART` images a slice. Never for an array on several devices
     (:mod:`imgproc.core.devices`): its split is the devices'."""
-    if (not batched or not loops or jax.default_backend() != "cpu"
-            or any(is_traced(a) for a in (images, *traced_args)) or on_several_devices(images)):
+    if not batched or any(is_traced(a) for a in (images, *traced_args)) or on_several_devices(images):
         return 1
-    return max(1, min(cpu_cores(), images.shape[0] // MIN_IMAGES_PER_PART))
+    return part_count(images.shape[0], loops=loops)
+
+
+def part_count(n: int, *, loops: bool) -> int:
+    """How many slices a concrete host batch of ``n`` images is split into
+    (:func:`loop_parts`); a batch size that is a multiple of it splits into slices of one
+    shape (one program, not two)."""
+    if not loops or jax.default_backend() != "cpu":
+        return 1
+    return max(1, min(cpu_cores(), n // MIN_IMAGES_PER_PART))
 
 
 def run_parts(run, images, indices, params, parts, compiled: set, signature, *, return_params=False):

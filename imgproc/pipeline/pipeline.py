@@ -326,7 +326,9 @@ class Pipeline:
             # a replay keeps its own canvas (its parameters are one per image)
             canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
                                                       xp=np if host else jnp,
-                                                      shapes=self._canvas_shapes if params is None else None)
+                                                      shapes=self._canvas_shapes if params is None else None,
+                                                      slot_multiple=execution.part_count(
+                                                          len(images), loops=default_strategy() == "map"))
             layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
             if targets is not None:
                 targets, restore = variable_size.list_targets(

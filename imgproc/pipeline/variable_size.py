@@ -127,14 +127,15 @@ def per_image_layout(layout, ndim: int) -> str:
     return "HWC"
 
 
-def to_canvas(images, layout: str, *, xp=np, shapes=None):
+def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
     """Zero-pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC
     or CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW``
     for CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]``, its sides
     :func:`canvas_side` of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
     ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones. ``shapes``: a
     :class:`CanvasShapes` (host images only) that may choose a larger canvas, one already
-    compiled: its slots beyond ``len(images)`` hold zero images of the canvas's size."""
+    compiled: its slots beyond ``len(images)`` hold zero images of the canvas's size
+    (``slot_multiple``: :meth:`CanvasShapes.choose`'s ``multiple``)."""
     first = images[0]
     for i, x in enumerate(images):
         if x.dtype != first.dtype:
@@ -153,7 +154,8 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None):
     sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
     slots = len(planes)
     if shapes is not None and xp is np:
-        slots, *sides = shapes.choose(slots, *sides, signature=(first.dtype.str, layout, planes[0].shape[channel_axis]))
+        slots, *sides = shapes.choose(slots, *sides, signature=(first.dtype.str, layout, planes[0].shape[channel_axis]),
+                                      multiple=slot_multiple)
         true_hw = np.concatenate([true_hw, np.tile(np.int32(sides), (slots - len(planes), 1))])
     shape = [slots, 0, 0, 0]
     shape[channel_axis + 1] = channels.pop()
@@ -192,7 +194,13 @@ class CanvasShapes:
     def __init__(self):
         self._met = {}  # signature (dtype, layout, channels) -> set of (slots, height, width)
 
-    def choose(self, slots: int, height: int, width: int, *, signature) -> tuple[int, int, int]:
+    def choose(self, slots: int, height: int, width: int, *, signature, multiple: int = 1) -> tuple[int, int, int]:
+        """The canvas ``(slots, height, width)`` for a batch of ``slots`` images whose own
+        canvas sides are ``height`` and ``width``; ``multiple``: the slots are rounded up to
+        a multiple of it (the slices the batch is split into then have one shape: one
+        program, not two). A new canvas is square when that stays within the bound (the
+        next batch's tallest image may be its widest turned)."""
+        slots = -(-slots // multiple) * multiple
         met = self._met.setdefault(signature, set())
         area = self.MAX_GROWTH * height * width
 
@@ -207,6 +215,9 @@ class CanvasShapes:
             grown = (slots, max(height, max(m[1] for m in same)), max(width, max(m[2] for m in same)))
             if within(grown):
                 height, width = grown[1:]
+        side = max(height, width)
+        if within((slots, side, side)):
+            height = width = side
         met.add((slots, height, width))
         return slots, height, width
 
