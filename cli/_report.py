@@ -72,6 +72,15 @@ class Reporter:
                 self._line(f"error: {path}: {reason}")
             self._tick()
 
+    def fatal(self, reason, code):
+        """An error of the run itself, not of a file (an internal error): one ``error:``
+        line or JSON event (``path`` null); no file is counted."""
+        with self.lock:
+            if self.json:
+                self._event(event="error", path=None, reason=reason, exit_code=code)
+            else:
+                self._line(f"error: {reason}")
+
     def warning(self, path, message):
         if self.opts.quiet:
             return
@@ -178,6 +187,10 @@ class OneFileReport:
     def error(self, path, reason, code):
         self.failed += 1
         self._line(f"error: {path}: {reason}")
+
+    def fatal(self, reason, code):
+        self.failed += 1
+        self._line(f"error: {reason}")
 
     def warning(self, path, message):
         if not self.opts.quiet:

@@ -236,6 +236,18 @@ def failure(job: Job, error: BaseException) -> tuple:
     return path, f"internal error: {type(error).__name__}: {error}", 70
 
 
+def internal_error(error: BaseException, report, opts: RunOptions) -> str:
+    """Report ``error``, which no job caused (a fault of the run itself), through
+    ``report`` (a JSON line with ``--log-format json``; the traceback with ``--debug``);
+    the reason the run stopped, for its summary."""
+    if opts.debug:
+        with NATIVE_STDERR_LOCK:
+            traceback.print_exception(error)
+    reason = f"internal error: {type(error).__name__}: {error}"
+    report.fatal(reason + ("" if opts.debug else " (run with --debug for the traceback)"), 70)
+    return "stopped at an internal error"
+
+
 class WriteStage:
     """Saves results atomically in ``workers`` threads. :meth:`finished` hands back
     ``(job, exception or None)`` for each write that completed."""
@@ -382,6 +394,10 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
         interrupted = True
     except _Stop as s:
         stopped, code = s.reason, s.code
+    except Exception as e:  # noqa: BLE001 - an internal error: reported like the rest, then the summary
+        if raise_unexpected:
+            raise
+        stopped, code = internal_error(e, report, opts), 70
     finally:
         run.close()
     report.summary(interrupted=interrupted, stopped=stopped)

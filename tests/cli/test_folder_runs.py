@@ -156,6 +156,39 @@ def test_fail_fast_quiet_and_json(photos, tmp_path):
     assert sorted(f["path"] for f in summary["failures"]) == sorted(str(src / r) for r in BAD)
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_an_internal_error_stops_the_run_with_a_summary(photos, tmp_path, monkeypatch, log_format):
+    """Issue 46 item 1: an exception of the run itself (the output buffers' IndexError) ended
+    a JSON run with a plain-text line and no summary; now it is an error event, then the
+    summary says the run stopped, and the exit code is 70."""
+    src, names = photos
+    import imgproc.pipeline.pipeline as pl
+
+    calls = {"n": 0}
+    original = pl.Pipeline.__call__
+
+    def failing(self, images, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise IndexError("pop from empty list")
+        return original(self, images, **kw)
+
+    monkeypatch.setattr(pl.Pipeline, "__call__", failing)
+    out = tmp_path / "out"
+    code, err = cli("blur", src, out, "-r", "--batch-size", "2", "--workers", "1", "--log-format", log_format)
+    assert code == 70, err
+    if log_format == "text":
+        assert "error: internal error: IndexError: pop from empty list (run with --debug" in err
+        assert "stopped: " in err and "stopped at an internal error" in err
+        return
+    events = [json.loads(line) for line in err.strip().splitlines()]  # every line is JSON
+    fatal = [e for e in events if e["event"] == "error" and e["path"] is None]
+    assert len(fatal) == 1 and fatal[0]["exit_code"] == 70 and "IndexError" in fatal[0]["reason"]
+    summary = events[-1]
+    assert summary["event"] == "summary" and summary["stopped"] == "stopped at an internal error"
+    assert summary["written"] == len(tree(out)) and summary["not_done"] > 0
+
+
 def test_shards_split_the_work(photos, tmp_path):
     src, names = photos
     out = tmp_path / "out"
