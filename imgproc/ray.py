@@ -273,11 +273,13 @@ class _Compute:
     def _decode(self, i, row):
         from imgproc.io.codec import decode_image
         from imgproc.io.folder_runner import Decoded, split_alpha
+        from imgproc.io.loader import check_float_scale
 
         notes = []
         arr, info = decode_image(row["data"], max_pixels=self.opts.max_pixels,
                                  allow_truncated=self.opts.allow_truncated, name=row["src"], return_info=True,
                                  warn=lambda path, message: notes.append(message))
+        check_float_scale(arr, row["src"])  # as the plain run's decode stage
         job = _job(row)
         job.rel = str(i)  # where the row is in this batch
         return Decoded(job, *split_alpha(arr), info, notes)

@@ -24,7 +24,7 @@ from imgproc.errors import ImgprocError, OutputError, WriteError
 from imgproc.io.codec import same_file, save_image, temp_files_for
 from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
-from imgproc.io.loader import read_image
+from imgproc.io.loader import check_float_scale, read_image
 from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
 from imgproc.io.run_options import RunOptions
 
@@ -88,6 +88,7 @@ class DecodeStage:
         notes = []
         arr, info = read_image(job.src, max_pixels=self.opts.max_pixels, allow_truncated=self.opts.allow_truncated,
                                warn=lambda path, message: notes.append(message))
+        check_float_scale(arr, job.src)
         return Decoded(job, *split_alpha(arr), info, notes)
 
     def _submit_next(self) -> bool:

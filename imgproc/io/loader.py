@@ -69,6 +69,7 @@ from imgproc.io.reasons import explain
 __all__ = [
     "ALLOWED_FORMATS",
     "DEFAULT_MAX_PIXELS",
+    "check_float_scale",
     "ImageInfo",
     "decode_bytes",
     "read_file_bytes",
@@ -575,8 +576,8 @@ def _to_array(img: Image.Image, path, icc, note):
         return arr.astype(np.uint16), icc
     if img.mode == "I":
         if arr.size and (arr.min() < 0 or arr.max() > 65535):
-            raise InvalidImageError(path, "32-bit integer image with values beyond 16 bits is not supported")
-        return arr.astype(np.uint16), icc
+            raise InvalidImageError(path, _wide_integer_reason(img, int(arr.min()), int(arr.max())))
+        return arr.astype(np.uint16), icc  # signed or 32-bit samples within 0..65535: read exactly
     if img.mode == "F":
         arr = arr.astype(np.float32)
         if not np.isfinite(arr).all():
@@ -585,6 +586,45 @@ def _to_array(img: Image.Image, path, icc, note):
     if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (2, 3, 4)):
         raise InvalidImageError(path, f"unsupported image mode {img.mode}")
     return np.array(arr), icc
+
+
+ALLOWED_SAMPLES = "allowed: unsigned 8- or 16-bit integers, or floating-point values in [0, 1]"
+
+
+def _wide_integer_reason(img, lo: int, hi: int) -> str:
+    """Why an integer image (Pillow's mode I) whose values do not fit 0..65535 is refused:
+    its sample format and width as its tags say, and the values found. A signed TIFF
+    whose values are all within 0..65535 is read (exactly, as uint16); there is no
+    unsigned reading of negative values that would not be a guess."""
+    tags = getattr(img, "tag_v2", {})
+    try:
+        signed = tags.get(339) in (2, (2,))
+        bits = tags.get(258)
+        bits = int(bits[0] if isinstance(bits, tuple) else bits or 32)
+    except Exception:  # noqa: BLE001 - unreadable tags: say what the values say
+        signed, bits = lo < 0, 32
+    kind = f"{'signed' if signed else 'unsigned'} {bits}-bit integer"
+    if lo < 0:
+        return f"unsupported: {kind} image with negative values ({lo}..{hi}); {ALLOWED_SAMPLES}"
+    return f"unsupported: {kind} image with values beyond 16 bits ({lo}..{hi}); {ALLOWED_SAMPLES}"
+
+
+def check_float_scale(arr, path) -> None:
+    """Refuse (:class:`InvalidImageError`, exit 65) a floating-point image whose values are
+    clearly outside [0, 1], the scale on which the command reads and writes floats: a
+    float TIFF of CT numbers or 0..255 values has no scale the command could know, and
+    writing it would clip it to black and white. The bounds are those of the writer
+    (:func:`imgproc.core.validate.check_saved_float_range`); :func:`read_image` itself
+    returns such values as they are (as tifffile and Pillow do)."""
+    from imgproc.core.validate import SAVE_FLOAT_MAX, SAVE_FLOAT_MIN
+
+    if arr.dtype.kind != "f" or arr.size == 0:
+        return
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < SAVE_FLOAT_MIN or hi > SAVE_FLOAT_MAX:
+        raise InvalidImageError(path, f"floating-point image with values {lo:g}..{hi:g}, outside [0, 1]: its scale is "
+                                      f"unknown (the command reads floats as 0..1 and writes round(255 x)); "
+                                      "convert it to 0..1 or to 8/16-bit integers first")
 
 
 def _orient(arr, orientation):
