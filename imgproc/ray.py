@@ -310,8 +310,7 @@ class _Compute:
                 writing[i] = self.pool.submit(write_result, res, self.opts)
         for i, fut in writing.items():
             try:
-                fut.result()
-                out[i]["status"] = "written"
+                out[i]["status"] = "written" if fut.result() else "written by another run"
             except Exception as e:  # noqa: BLE001 - reported as the CLI reports it
                 out[i].update(_failed(rows[i], e))
         return _columns(out)
@@ -391,6 +390,8 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
                 report.warning(r["src"], message)
             if r["status"] == "written":
                 report.ok(path=r["src"])
+            elif r["status"] == "written by another run":
+                report.written_by_another_run(r["src"], r["dst"])
             else:
                 report.error(r["failed_path"], r["reason"], int(r["code"]))
 
@@ -418,6 +419,9 @@ class _Table:
     def ok(self, skipped=False, path=None):
         src = str(path)
         self.rows.append((src, self.output.get(src, ""), "skipped" if skipped else "written", "", 0))
+
+    def written_by_another_run(self, path, output):
+        self.rows.append((str(path), str(output), "skipped", "written by another run", 0))
 
     def frame(self):
         import pandas as pd

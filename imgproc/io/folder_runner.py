@@ -20,7 +20,7 @@ import traceback
 
 import numpy as np
 
-from imgproc.errors import ImgprocError, OutputError, WriteError
+from imgproc.errors import ImgprocError, OutputError, OutputExistsError, WriteError
 from imgproc.io.codec import same_file, save_image, temp_files_for
 from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
@@ -205,10 +205,17 @@ def _stacked(images) -> np.ndarray:
     return stack
 
 
-def write_result(result: Result, opts: RunOptions):
+WRITTEN_BY_ANOTHER_RUN = "written by another run"
+
+
+def write_result(result: Result, opts: RunOptions) -> bool:
     """Save one result atomically to its job's output (the writer of every engine):
     stale temporary files of a killed run removed, folders created, metadata kept
-    unless ``--strip``."""
+    unless ``--strip``. True when written; False when, without ``--overwrite``, the
+    output appeared while this run worked on it: another run wrote it (the jobs with an
+    output at the start were skipped before any work), which is reported as skipped
+    (:data:`WRITTEN_BY_ANOTHER_RUN`), not as an error. The file is never replaced then
+    (:func:`imgproc.io.codec.write_atomically` publishes it in one step)."""
     job = result.job
     for stale in temp_files_for(job.dst):  # left by a run killed with SIGKILL
         try:
@@ -221,8 +228,14 @@ def write_result(result: Result, opts: RunOptions):
         raise OutputError(job.dst.parent, f"cannot create folder ({e.strerror or e})") from None
     exif = None if opts.strip else result.info.exif
     icc = None if opts.strip else result.info.icc_profile
-    save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
-               exif=exif, icc_profile=icc)
+    try:
+        save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+                   exif=exif, icc_profile=icc)
+    except OutputExistsError:
+        if opts.overwrite:
+            raise
+        return False
+    return True
 
 
 def failure(job: Job, error: BaseException) -> tuple:
@@ -258,24 +271,32 @@ class WriteStage:
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-encode")
         self.writes: dict = {}  # future -> job
 
-    def _write(self, result: Result):
-        write_result(result, self.opts)
+    def _write(self, result: Result) -> bool:
+        return write_result(result, self.opts)
 
     def submit(self, result: Result):
         self.writes[self.pool.submit(self._write, result)] = result.job
 
-    def finished(self, *, wait: bool = False) -> list[tuple[Job, BaseException | None]]:
+    def finished(self, *, wait: bool = False) -> list[tuple[Job, BaseException | None, bool]]:
+        """``(job, exception or None, written)`` for each write that completed;
+        ``written`` is False for an output another run wrote first."""
         if not self.writes:
             return []
         done, _ = cf.wait(self.writes, timeout=None if wait else 0,
                           return_when=cf.ALL_COMPLETED if wait else cf.FIRST_COMPLETED)
-        return [(self.writes.pop(fut), fut.exception()) for fut in done]
+        return [_outcome(self.writes.pop(fut), fut) for fut in done]
 
-    def close(self) -> int:
+    def close(self) -> list[tuple[Job, BaseException | None, bool]]:
         """Let writes in flight finish (each is atomic: a complete file or nothing), cancel
-        queued ones; the number that completed meanwhile (for a partial summary)."""
+        queued ones; those that completed meanwhile, as :meth:`finished` (for a partial
+        summary)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
-        return sum(1 for fut in self.writes if fut.done() and not fut.cancelled() and fut.exception() is None)
+        return [_outcome(job, fut) for fut, job in self.writes.items() if fut.done() and not fut.cancelled()]
+
+
+def _outcome(job, fut):
+    error = fut.exception()
+    return job, error, error is None and fut.result()
 
 
 class _Stop(Exception):
@@ -367,16 +388,22 @@ class _Run:
                 self.write.submit(result)
 
     def _collect(self, wait=False):
-        for job, error in self.write.finished(wait=wait):
-            if error is None:
+        for job, error, written in self.write.finished(wait=wait):
+            if error is not None:
+                self.fail(job, error)
+            elif written:
                 self.report.ok()
             else:
-                self.fail(job, error)
+                self.report.written_by_another_run(job.src, job.dst)
 
     def close(self):
         self.decode.close()
-        for _ in range(self.write.close()):
-            self.report.ok()
+        for job, error, written in self.write.close():
+            if error is None:  # a failure after the run stopped is not reported (its output is not there)
+                if written:
+                    self.report.ok()
+                else:
+                    self.report.written_by_another_run(job.src, job.dst)
 
 
 def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, raise_unexpected=False) -> int:

@@ -189,6 +189,64 @@ def test_an_internal_error_stops_the_run_with_a_summary(photos, tmp_path, monkey
     assert summary["written"] == len(tree(out)) and summary["not_done"] > 0
 
 
+def test_outputs_another_run_writes_meanwhile_are_skipped_not_errors(photos, tmp_path, monkeypatch):
+    """Issue 46 item 4: an output that appears during the run (another run on the same
+    folder wrote it) is "skipped (written by another run)", in the command's words, exit
+    0; the other run's file is kept as it is."""
+    src, names = photos
+    import imgproc.io.codec as codec
+    import imgproc.io.folder_runner as runner
+
+    out = tmp_path / "out"
+    theirs = {}
+    original = runner.save_image
+
+    def racing(path, image, **kw):
+        if len(theirs) < 3:  # the other run finishes these first
+            codec.write_atomically(path, codec.encode_image(image, path.suffix), overwrite=False)
+            theirs[path] = path.read_bytes()
+        return original(path, image, **kw)
+
+    monkeypatch.setattr(runner, "save_image", racing)
+    good = tmp_path / "good"
+    shutil.copytree(src, good, ignore=lambda d, files: [f for f in files if f in {Path(b).name for b in BAD}])
+    code, err = cli("blur", good, out, "-r", "--workers", "1")
+    assert code == 0, err
+    assert "overwrite=True" not in err and "error" not in err
+    for path in theirs:
+        assert f"note: {path}: skipped (written by another run)" in err
+        assert path.read_bytes() == theirs[path]
+    assert f"{len(names) - 3} written, 0 skipped (output exists), 3 skipped (written by another run), 0 failed" in err
+    theirs.clear()
+    code, err = cli("blur", good, tmp_path / "j", "-r", "--workers", "1", "--log-format", "json")
+    events = [json.loads(line) for line in err.strip().splitlines()]
+    assert code == 0 and events[-1]["skipped_by_another_run"] == 3 and events[-1]["failed"] == 0
+    assert sum(e["event"] == "skipped" and e["reason"] == "written by another run" for e in events) == 3
+
+
+def test_two_runs_into_one_folder_both_succeed(tmp_path):
+    """Two real processes on the same folder at once: both exit 0 with no error line, and
+    every output is written by exactly one of them (none replaced by the other)."""
+    src = tmp_path / "in"
+    names = make_folder(src, 40)
+    for rel in BAD:
+        (src / rel).unlink()
+    out = tmp_path / "out"
+    exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
+    procs = [subprocess.Popen([exe, "blur", str(src), str(out), "-r", "--batch-size", "1", "--workers", "2",
+                               "--log-format", "json"], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    summaries = []
+    for code, err in results:
+        events = [json.loads(line) for line in err.strip().splitlines()]
+        assert code == 0 and not [e for e in events if e["event"] == "error"], err
+        summaries.append(events[-1])
+    assert sum(s["written"] for s in summaries) == len(names)
+    for s in summaries:
+        assert s["written"] + s["skipped"] + s["skipped_by_another_run"] == len(names)
+    assert tree(out) == sorted(names)
+
+
 def test_shards_split_the_work(photos, tmp_path):
     src, names = photos
     out = tmp_path / "out"

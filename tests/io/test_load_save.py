@@ -215,3 +215,25 @@ def test_tiff_output_is_compressed_losslessly(tmp_path, dtype, channels):
     assert out.stat().st_size < image.nbytes
     with Image.open(out) as im:
         assert im.info.get("compression") == "tiff_adobe_deflate"
+
+
+def test_a_file_that_appears_while_writing_is_never_replaced(tmp_path, monkeypatch):
+    """Issue 46 item 4: the name is published in one step (a hard link that fails when the
+    name exists), so a file another process wrote while this one was writing stays, and
+    the refusal says so; no temporary file is left."""
+    import imgproc.io.codec as codec
+    from imgproc.errors import OutputExistsError
+
+    p = tmp_path / "o.png"
+    real_fsync = os.fsync
+
+    def other_writer(fd):  # another process finishes the same output meanwhile
+        real_fsync(fd)
+        p.write_bytes(b"theirs")
+
+    monkeypatch.setattr(codec.os, "fsync", other_writer)
+    with pytest.raises(OutputExistsError, match=r"appeared while this was written\); pass overwrite=True"):
+        imgproc.save_image(p, np.zeros((4, 4), np.uint8))
+    assert p.read_bytes() == b"theirs" and os.listdir(tmp_path) == ["o.png"]
+    imgproc.save_image(p, np.zeros((4, 4), np.uint8), overwrite=True)  # overwrite replaces it
+    assert imgproc.load_image(p).shape == (4, 4) and os.listdir(tmp_path) == ["o.png"]
