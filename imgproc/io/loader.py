@@ -237,8 +237,10 @@ def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
     path = Path(path)
     try:
         with _open_for_reading(path) as f:
-            _check_size(_file_size(f), max_pixels, path)  # before reading a huge file
+            before = _file_stat(f)
+            _check_size(before.st_size, max_pixels, path)  # before reading a huge file
             data = f.read()
+            _check_unchanged(before, _file_stat(f), len(data), path)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
@@ -280,15 +282,36 @@ def _check_size(size: int, max_pixels, path):
         raise InvalidImageError(path, f"file too large ({size} bytes) for the pixel limit {max_pixels}")
 
 
-def _file_size(f) -> int:
+def _file_stat(f):
     import os
-
-    st = os.fstat(f.fileno())
     import stat
 
+    st = os.fstat(f.fileno())
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError
-    return st.st_size
+    return st
+
+
+def _check_unchanged(before, after, read: int, path):
+    """Refuse a regular file that changed while it was read (its size or modification
+    time differs before and after, or fewer or more bytes came than it had): a file being
+    rewritten in place reads as a mix of the old and the new image, which decodes without
+    complaint. InvalidImageError (65); a file replaced by a rename is not affected (the
+    open file is the old one, read whole)."""
+    import stat
+
+    if not stat.S_ISREG(before.st_mode):
+        return
+    what = []
+    if after.st_size != before.st_size:
+        what.append(f"size {before.st_size} -> {after.st_size} bytes")
+    if after.st_mtime_ns != before.st_mtime_ns:
+        what.append("modification time changed")
+    if not what and read != before.st_size:
+        what.append(f"{read} of {before.st_size} bytes read")
+    if what:
+        raise InvalidImageError(path, f"changed while it was read ({', '.join(what)}); "
+                                      "process it again once nothing writes to it")
 
 
 def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS,
