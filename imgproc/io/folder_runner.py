@@ -388,7 +388,9 @@ class _Run:
                 self.write.submit(result)
 
     def _collect(self, wait=False):
-        for job, error, written in self.write.finished(wait=wait):
+        # the outputs written first: a write error stops the run (raises) in this loop, and
+        # a write that completed beside it is on disk and must be in the summary
+        for job, error, written in sorted(self.write.finished(wait=wait), key=lambda done: done[1] is not None):
             if error is not None:
                 self.fail(job, error)
             elif written:

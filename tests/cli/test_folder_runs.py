@@ -351,6 +351,39 @@ def test_disk_full_exit_74_nothing_left(tmp_path, samples, monkeypatch):
     assert tree(tmp_path / "out") == []
 
 
+def test_disk_full_summary_counts_the_outputs_on_disk(tmp_path, monkeypatch):
+    """Issue 46 item 6: the summary said 101 written with 103 complete outputs on disk.
+    Writes that completed together with the failing one were dropped from the count when
+    the write error stopped the run; the summary now counts every complete output."""
+    import threading
+
+    import imgproc.io.codec as io_mod
+
+    src = tmp_path / "in"
+    make_folder(src, 24)
+    for rel in BAD:
+        (src / rel).unlink()
+    calls, lock = [0], threading.Lock()
+    real_fsync = os.fsync
+
+    def filling(fd):
+        with lock:
+            calls[0] += 1
+            n = calls[0]
+        time.sleep(0.05)  # the writes of a batch complete together
+        if n >= 12:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(io_mod.os, "fsync", filling)
+    out = tmp_path / "out"
+    code, err = cli("blur", src, out, "-r", "--batch-size", "8", "--workers", "6", "--log-format", "json")
+    events = [json.loads(line) for line in err.strip().splitlines()]
+    on_disk = [p for p in tree(out) if not p.endswith(".imgproc-tmp")]
+    assert code == 74 and events[-1]["event"] == "summary", err
+    assert events[-1]["written"] == len(on_disk) == len(tree(out)) and 0 < len(on_disk) < 24
+
+
 def _tiny_tmpfs(path: Path) -> bool:
     path.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)], capture_output=True)
