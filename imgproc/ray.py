@@ -267,17 +267,17 @@ class _Compute:
             data, impl = key_data
             key = jax.random.wrap_key_data(np.asarray(data), impl=impl)
         self.opts = opts
-        self.stage = BatchStage(self.pipe, batch_size=opts.batch_size, key=key, pad=True)
+        self.stage = BatchStage(self.pipe, batch_size=opts.batch_size, key=key, pad=True, max_work_bytes=opts.max_memory,
+                                work_bytes_per_value=opts.work_bytes_per_value)
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-ray")
 
     def _decode(self, i, row):
-        from imgproc.io.codec import decode_image
-        from imgproc.io.folder_runner import Decoded, split_alpha
-        from imgproc.io.loader import check_float_scale
+        from imgproc.io.folder_runner import Decoded, memory_check, split_alpha
+        from imgproc.io.loader import check_float_scale, decode_bytes
 
         notes = []
-        arr, info = decode_image(row["data"], max_pixels=self.opts.max_pixels,
-                                 allow_truncated=self.opts.allow_truncated, name=row["src"], return_info=True,
+        arr, info = decode_bytes(bytes(row["data"]), row["src"], max_pixels=self.opts.max_pixels,
+                                 allow_truncated=self.opts.allow_truncated, memory_check=memory_check(self.opts),
                                  warn=lambda path, message: notes.append(message))
         check_float_scale(arr, row["src"])  # as the plain run's decode stage
         job = _job(row)

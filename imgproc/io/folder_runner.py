@@ -15,12 +15,14 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import dataclasses
+import functools
 import os
 import traceback
 
 import numpy as np
 
-from imgproc.errors import ImgprocError, OutputError, OutputExistsError, WriteError
+from imgproc.errors import ImgprocError, InvalidImageError, OutputError, OutputExistsError, WriteError
+from imgproc.io import memory
 from imgproc.io.codec import same_file, save_image, temp_files_for
 from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
@@ -73,13 +75,30 @@ def join_alpha(colour, alpha, flat):
     return colour[:, :, 0] if flat else colour
 
 
+def memory_check(opts: RunOptions):
+    """The loader's ``memory_check`` for ``opts.max_memory`` (None without a limit): it
+    refuses (65) an image whose estimated decode and pipeline peak is over the budget,
+    from its header, before decoding (:mod:`imgproc.io.memory`)."""
+    if opts.max_memory is None:
+        return None
+
+    def check(path, width, height, channels, sample_bytes):
+        need = memory.estimate(width, height, channels, sample_bytes, opts.work_bytes_per_value)
+        if need > opts.max_memory:
+            raise InvalidImageError(path, f"{width}x{height}x{channels} needs about {memory.format_size(need)} to decode "
+                                          f"and process, over --max-memory {memory.format_size(opts.max_memory)}; "
+                                          "raise --max-memory to allow it")
+
+    return check
+
+
 class DecodeStage:
     """Reads the jobs' inputs in ``workers`` threads, at most ``window`` ahead of the
     consumer (bounded memory). Iterating yields ``(job, Decoded or exception)`` in job
     order."""
 
-    def __init__(self, jobs, opts: RunOptions, *, workers: int, window: int):
-        self.opts, self.window = opts, window
+    def __init__(self, jobs, opts: RunOptions, *, workers: int, window: int, stop_point=None):
+        self.opts, self.window, self.stop_point = opts, window, stop_point
         self.jobs = iter(jobs)
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-decode")
         self.pending: collections.deque = collections.deque()
@@ -87,7 +106,7 @@ class DecodeStage:
     def _decode(self, job: Job) -> Decoded:
         notes = []
         arr, info = read_image(job.src, max_pixels=self.opts.max_pixels, allow_truncated=self.opts.allow_truncated,
-                               warn=lambda path, message: notes.append(message))
+                               warn=lambda path, message: notes.append(message), memory_check=memory_check(self.opts))
         check_float_scale(arr, job.src)
         return Decoded(job, *split_alpha(arr), info, notes)
 
@@ -104,13 +123,18 @@ class DecodeStage:
         while self.pending:
             job, fut = self.pending.popleft()
             self._submit_next()
+            while self.stop_point is not None and not fut.done():  # a long decode: still a safe point
+                self.stop_point()
+                cf.wait([fut], timeout=0.1)
             error = fut.exception()
             yield job, (error if error is not None else fut.result())
 
     def close(self):
+        """Cancel the queued decodes; one in progress is not waited for (its image is not
+        used; after Ctrl-C the command leaves without it)."""
         for _, fut in self.pending:
             fut.cancel()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class BatchStage:
@@ -125,8 +149,10 @@ class BatchStage:
     two (at most ``batch_size``), so the few batch sizes a long run meets are compiled once
     each (``imgproc.ray``'s actors); the copies' outputs are dropped."""
 
-    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False):
+    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False, max_work_bytes=None,
+                 work_bytes_per_value: float = memory.FILTER_WORK_BYTES):
         self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
+        self.max_work_bytes, self.work_bytes_per_value = max_work_bytes, work_bytes_per_value
         self.lists = bool(getattr(pipeline, "takes_lists", False))
         self.groups: dict = collections.OrderedDict()
         self.waiting = 0
@@ -135,13 +161,19 @@ class BatchStage:
     def add(self, decoded: Decoded) -> list[Result]:
         image = decoded.colour
         group = (image.ndim, image.shape[2:], image.dtype.str) if self.lists else (image.shape, image.dtype.str)
+        done = []
+        if self.max_work_bytes is not None and group in self.groups:
+            # within the memory budget: a batch of large images runs before it outgrows it
+            work = sum(d.colour.size for d in self.groups[group]) + image.size
+            if work * self.work_bytes_per_value > self.max_work_bytes:
+                done = self._run(group)
         self.groups.setdefault(group, []).append(decoded)
         self.waiting += 1
         if len(self.groups[group]) >= self.batch_size:
-            return self._run(group)
+            return done + self._run(group)
         if self.waiting > 2 * self.batch_size:
-            return self._run(next(iter(self.groups)))
-        return []
+            return done + self._run(next(iter(self.groups)))
+        return done
 
     def flush(self) -> list[Result]:
         results = []
@@ -354,8 +386,10 @@ class _Run:
         self.stop_point = stop_point
         workers = opts.workers or min(8, (os.cpu_count() or 2) + 2)
         self.report, self.fail = report, _Failures(report, opts, raise_unexpected)
-        self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size))
-        self.batch = BatchStage(pipeline, batch_size=opts.batch_size, key=key)
+        self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size),
+                                  stop_point=stop_point)
+        self.batch = BatchStage(pipeline, batch_size=opts.batch_size, key=key, max_work_bytes=opts.max_memory,
+                                work_bytes_per_value=opts.work_bytes_per_value)
         self.write = WriteStage(opts, workers=workers)
 
     def run(self):
@@ -408,6 +442,19 @@ class _Run:
                     self.report.written_by_another_run(job.src, job.dst)
 
 
+def _last_words(report):
+    """The partial summary, when the command leaves from its interrupt watcher (no safe
+    point came in time: :data:`imgproc.io.interrupts.GRACE_S`); not waited for when
+    another thread holds stderr (a decoder's capture)."""
+    if NATIVE_STDERR_LOCK.acquire(timeout=0.3):
+        try:
+            report.summary(interrupted=True)
+        finally:
+            NATIVE_STDERR_LOCK.release()
+    else:
+        os.write(2, b"error: interrupted\n")
+
+
 def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, raise_unexpected=False) -> int:
     """Run ``pipeline`` over ``jobs``, reporting to ``report``; the exit code: 0 all done,
     1 some failed, 74 disk full, 130 interrupted (Ctrl-C or SIGTERM), or the failing
@@ -416,6 +463,7 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     a single-file run does, instead of reporting them against the file."""
     run = _Run(pipeline, jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
     interrupted, stopped, code = False, None, None
+    INTERRUPTS.last_words = functools.partial(_last_words, report)
     try:
         with INTERRUPTS:
             INTERRUPTS.stop_point()  # a signal that came while the pipeline was being built
@@ -429,6 +477,7 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
             raise
         stopped, code = internal_error(e, report, opts), 70
     finally:
+        INTERRUPTS.last_words = None
         run.close()
     report.summary(interrupted=interrupted, stopped=stopped)
     if interrupted:

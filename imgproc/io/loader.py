@@ -210,7 +210,7 @@ def _pillow_limit(max_pixels: int):
 
 
 def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False,
-               formats=ALLOWED_FORMATS, warn=None):
+               formats=ALLOWED_FORMATS, warn=None, memory_check=None):
     """Read an image file defensively: ``(array, ImageInfo)``.
 
     Args:
@@ -220,6 +220,9 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         formats: the allowlist of format names.
         warn: ``warn(path, message)`` for non-fatal problems; default issues an
             :class:`~imgproc.errors.ImgprocWarning`.
+        memory_check: ``memory_check(path, width, height, channels, sample_bytes)``,
+            called once the header is read and before any pixel is decoded; it raises
+            to refuse the image (the command's ``--max-memory``, :mod:`imgproc.io.memory`).
 
     Raises:
         InputError: missing, a folder, or unreadable (exit code 66).
@@ -227,7 +230,7 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
     """
     data = read_file_bytes(path, max_pixels=max_pixels)
     return decode_bytes(data, Path(path), max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats,
-                        warn=warn)
+                        warn=warn, memory_check=memory_check)
 
 
 def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
@@ -315,7 +318,7 @@ def _check_unchanged(before, after, read: int, path):
 
 
 def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS,
-                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None):
+                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None, memory_check=None):
     """Decode ``data`` (a whole image file) like :func:`read_image`; ``path`` names it in
     messages."""
     notes: list[str] = []
@@ -345,7 +348,7 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
     try:
         with library_log() as logged:  # Pillow's plugins log some problems instead of warning
             try:
-                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said)
+                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check)
             finally:
                 said.extend(f"Pillow: {m}" for m in logged)
         for m in dict.fromkeys(logged):
@@ -392,7 +395,7 @@ def _truncated_decode_works(data, fmt, max_pixels) -> bool:
         return False
 
 
-def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
+def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check=None):
     # Pillow reports corrupt EXIF (read while opening a JPEG) with a UserWarning, not an
     # exception: record warnings while reading the header and the metadata instead of
     # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
@@ -406,6 +409,10 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
             raise InvalidImageError(path, f"empty image ({w}x{h})")
         if w * h > max_pixels:
             raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
+        if fmt == "JPEG":
+            _check_jpeg_scan_length(data, path, w, h)
+        if memory_check is not None:
+            memory_check(path, w, h, _decoded_channels(img), _sample_bytes(img, fmt, data))
         frames = 1
         try:
             frames = int(getattr(img, "n_frames", 1))
@@ -648,6 +655,79 @@ def check_float_scale(arr, path) -> None:
         raise InvalidImageError(path, f"floating-point image with values {lo:g}..{hi:g}, outside [0, 1]: its scale is "
                                       f"unknown (the command reads floats as 0..1 and writes round(255 x)); "
                                       "convert it to 0..1 or to 8/16-bit integers first")
+
+
+def _decoded_channels(img) -> int:
+    """Channels of the array :func:`_to_array` makes of ``img`` (from its mode, before
+    decoding; CMYK counts its 4 decoded samples)."""
+    mode = img.mode
+    if mode in ("P", "PA"):
+        return 4 if ("transparency" in img.info or mode == "PA") else 3
+    if mode == "1":
+        return 1
+    return max(len(img.getbands()), 3 if mode in ("YCbCr", "LAB", "HSV") else 1)
+
+
+def _sample_bytes(img, fmt, data) -> int:
+    """Bytes a decoded sample takes: 4 for 32-bit integer and float, 2 for 16-bit, 1 else."""
+    if img.mode in ("I", "F"):
+        return 4
+    if img.mode.startswith("I;16") or (fmt == "PNG" and len(data) > 24 and data[24] == 16):
+        return 2
+    if fmt == "TIFF":
+        try:
+            bits = img.tag_v2.get(258)
+            bits = max(bits) if isinstance(bits, tuple) else int(bits or 8)
+        except Exception:  # noqa: BLE001
+            bits = 8
+        return 2 if bits > 8 else 1
+    return 1
+
+
+# Huffman-coded JPEG frames (SOF0-3, 5-7); arithmetic coding (SOF9-11, 13-15) can spend
+# less than a bit on a block, so no bound is derived for it
+_HUFFMAN_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7}
+
+
+def _check_jpeg_scan_length(data: bytes, path, width: int, height: int):
+    """Refuse a Huffman-coded JPEG whose scan data cannot hold the image its header
+    declares: every 8x8 block of every component is coded with at least one bit (its DC
+    difference's Huffman code, in baseline and progressive files alike), so the bytes
+    after the first scan header are at least ``blocks / 8``. A 517-byte file declaring
+    9400x9500 (two million blocks, at least 262 KB) decoded to grey in 38 s and 1 GB,
+    then was denoised for minutes: refused here, before decoding, with or without
+    --allow-truncated (a cut photo keeps far more than a bit a block)."""
+    pos, sof, components = 2, None, []
+    while pos + 4 <= len(data):
+        if data[pos] != 0xFF:
+            return  # not a marker where one must be: the decoder explains
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0x01,) or 0xD0 <= marker <= 0xD8:
+            pos += 2
+            continue
+        length = int.from_bytes(data[pos + 2:pos + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            sof = marker
+            n = data[pos + 9] if pos + 9 < len(data) else 0
+            components = [(data[pos + 11 + 3 * i] >> 4, data[pos + 11 + 3 * i] & 15)
+                          for i in range(n) if pos + 11 + 3 * i < len(data)]
+        if marker == 0xDA:  # start of scan: the rest is (at most) entropy-coded data
+            if sof not in _HUFFMAN_SOF or not components:
+                return
+            hmax = max(h for h, _ in components) or 1
+            vmax = max(v for _, v in components) or 1
+            blocks = sum(-(-(-(-width * h // hmax)) // 8) * -(-(-(-height * v // vmax)) // 8) for h, v in components)
+            scan = len(data) - (pos + 2 + length)
+            need = blocks // 8
+            if scan < need:
+                raise InvalidImageError(path, f"JPEG declares {width}x{height} but holds {max(scan, 0)} bytes of scan "
+                                              f"data, fewer than the {need} such an image needs at least "
+                                              "(corrupt or forged size); not decoded")
+            return
+        pos += 2 + length
 
 
 def _orient(arr, orientation):
