@@ -11,6 +11,7 @@ one line and an exit code), :mod:`._plan` (inputs to jobs, output checks), :mod:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -42,6 +43,7 @@ def main():
     time) are imported by the command that needs them, under the handlers. A Ctrl-C or
     SIGTERM at any point after this line ends the command with 130; only Python's own
     start-up (tens of milliseconds) comes before it."""
+    INTERRUPTS.hard_exit = True  # no safe point within GRACE_S of a signal: leave with 130 anyway
     try:
         with INTERRUPTS:  # Ctrl-C and SIGTERM are recorded and honoured at safe points
             from imgproc.cpu import reuse_host_memory
@@ -122,7 +124,9 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
     """Denoise IN (a file, folder, glob, or several) into OUT (default --method auto; see `imgproc docs cli`)."""
     from imgproc.cli import _denoise
 
-    opts = ctx.obj
+    from imgproc.io.memory import DENOISE_WORK_BYTES
+
+    opts = ctx.obj = dataclasses.replace(ctx.obj, work_bytes_per_value=DENOISE_WORK_BYTES)  # --max-memory's estimate
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
         pipe = _denoise.Verbose(pipe, method, opts.log_format)

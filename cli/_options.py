@@ -61,6 +61,17 @@ def _format_option(ctx, param, value):
     return ext
 
 
+def _memory_option(ctx, param, value):
+    from imgproc.io import memory
+
+    if value is None:
+        return memory.default_max_memory()
+    try:
+        return memory.parse_size(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 _FIELDS = {f.name for f in dataclasses.fields(RunOptions)}
 
 
@@ -94,6 +105,9 @@ def io_options(fn):
             help="Folder runs: output format for every file (jpg, png, tif, webp, bmp); default: the input's extension (png for gif)."),
         opt("--max-pixels", type=click.IntRange(min=1), default=DEFAULT_MAX_PIXELS, show_default=True,
             help="Refuse images with more pixels (checked before decoding)."),
+        opt("--max-memory", metavar="SIZE", default=None, callback=_memory_option,
+            help="Refuse an image whose decode and processing would need more memory (estimated from its header, "
+                 "before decoding): 4G, 512M, 50% of the RAM, 0 for no limit [default: half the RAM]."),
         opt("--allow-truncated", is_flag=True, help="Decode truncated files as far as they go (with a warning)."),
         opt("--strip", is_flag=True, help="Write no metadata (EXIF, ICC profile)."),
         opt("--fail-fast", is_flag=True, help="Folder runs: stop at the first failing file."),

@@ -98,6 +98,10 @@ class _Recording:
         self.reported.add(str(path))
         self.report.error(path, reason, code)
 
+    def written_by_another_run(self, path, output):
+        self.reported.add(str(path))
+        self.report.written_by_another_run(path, output)
+
     def warning(self, path, message):
         self.report.warning(path, message)
 

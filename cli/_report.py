@@ -29,7 +29,7 @@ class Reporter:
     def __init__(self, total: int, opts: RunOptions):
         self.total, self.opts = total, opts
         self.json = opts.log_format == "json"
-        self.done = self.failed = self.written = self.skipped = 0
+        self.done = self.failed = self.written = self.skipped = self.raced = 0
         self.failures: list[tuple[str, str, int]] = []
         self.start = time.monotonic()
         self.last_log = self.start
@@ -72,6 +72,15 @@ class Reporter:
                 self._line(f"error: {path}: {reason}")
             self._tick()
 
+    def fatal(self, reason, code):
+        """An error of the run itself, not of a file (an internal error): one ``error:``
+        line or JSON event (``path`` null); no file is counted."""
+        with self.lock:
+            if self.json:
+                self._event(event="error", path=None, reason=reason, exit_code=code)
+            else:
+                self._line(f"error: {reason}")
+
     def warning(self, path, message):
         if self.opts.quiet:
             return
@@ -90,6 +99,19 @@ class Reporter:
                 self.written += 1
             self._tick()
 
+    def written_by_another_run(self, path, output):
+        """``output`` appeared while this run worked on ``path``: another run (one on
+        the same folder) wrote it. Skipped, not an error: a ``note:`` line (JSON: a
+        ``skipped`` event), counted apart in the summary."""
+        with self.lock:
+            self.done += 1
+            self.raced += 1
+            if self.json:
+                self._event(event="skipped", path=str(path), output=str(output), reason="written by another run")
+            elif not self.opts.quiet:
+                self._line(f"note: {output}: skipped (written by another run)")
+            self._tick()
+
     def rate(self) -> float:
         """Images written a second, what the progress and the summary show (files skipped
         or failed do not count: a rerun that skipped everything wrote nothing)."""
@@ -99,7 +121,7 @@ class Reporter:
     def _work_rate(self) -> float:
         """Files done a second, skipped ones aside (failed ones are part of the work left)."""
         elapsed = time.monotonic() - self.start
-        return (self.done - self.skipped) / elapsed if elapsed > 0 else 0.0
+        return (self.done - self.skipped - self.raced) / elapsed if elapsed > 0 else 0.0
 
     def eta(self) -> float | None:
         """Seconds left, or None while the rate means nothing yet: before
@@ -107,7 +129,7 @@ class Reporter:
         :data:`ETA_MIN_SECONDS` went by (the first batch includes compiling)."""
         elapsed = time.monotonic() - self.start
         rate = self._work_rate()
-        if self.done - self.skipped < ETA_MIN_IMAGES or elapsed < ETA_MIN_SECONDS or rate <= 0:
+        if self.done - self.skipped - self.raced < ETA_MIN_IMAGES or elapsed < ETA_MIN_SECONDS or rate <= 0:
             return None
         return (self.total - self.done) / rate
 
@@ -137,14 +159,16 @@ class Reporter:
         elapsed = time.monotonic() - self.start
         if self.json:
             self._event(event="summary", total=self.total, written=self.written, skipped=self.skipped,
-                        failed=self.failed, not_done=self.total - self.done, seconds=round(elapsed, 3),
+                        skipped_by_another_run=self.raced, failed=self.failed, not_done=self.total - self.done, seconds=round(elapsed, 3),
                         images_per_s=round(self.rate(), 2), interrupted=interrupted, stopped=stopped,
                         failures=[{"path": p, "reason": r, "exit_code": c} for p, r, c in self.failures])
             return
         if self.opts.quiet and not (self.failed or interrupted or stopped):
             return
         head = "interrupted" if interrupted else ("stopped" if stopped else "summary")
-        text = (f"{head}: {self.written} written, {self.skipped} skipped (output exists), {self.failed} failed"
+        text = (f"{head}: {self.written} written, {self.skipped} skipped (output exists), "
+                + (f"{self.raced} skipped (written by another run), " if self.raced else "")
+                + f"{self.failed} failed"
                 + (f", {self.total - self.done} not done" if self.done < self.total else "")
                 + f", of {self.total} in {elapsed:.1f}s ({self.rate():.1f} images/s)")
         if stopped:
@@ -179,12 +203,20 @@ class OneFileReport:
         self.failed += 1
         self._line(f"error: {path}: {reason}")
 
+    def fatal(self, reason, code):
+        self.failed += 1
+        self._line(f"error: {reason}")
+
     def warning(self, path, message):
         if not self.opts.quiet:
             self._line(f"warning: {path}: {message}")
 
     def ok(self, skipped=False, path=None):
         pass
+
+    def written_by_another_run(self, path, output):
+        if not self.opts.quiet:
+            self._line(f"note: {output}: skipped (written by another run)")
 
     def summary(self, *, interrupted=False, stopped=None):
         if interrupted:

@@ -114,7 +114,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import numpy as np
 
     import imgproc
-    from imgproc.errors import ImgprocError, OutputError
+    from imgproc.errors import ImgprocError, OutputError, OutputExistsError
 
     from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
@@ -136,7 +136,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
         click.echo(f"note: {sheet}: exists, not replaced (pass --overwrite to replace it)", err=True)
         write_sheet = False
     key = jax.random.key(seed)
-    rows, failures, written, skipped = [], [], 0, 0
+    rows, failures, written, skipped, raced = [], [], 0, 0, 0
     for i, src in enumerate(files):
         ext = output_extension(src)
         dsts = [out / f"{src.stem}_{k:03d}{ext}" for k in range(count)]
@@ -153,8 +153,11 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
                 variants = _with_alpha(variants, alpha, src)
             for d, v in zip(dsts, variants):
                 if d in todo:
-                    imgproc.save_image(d, v, quality=quality, overwrite=overwrite, source=src)
-                    written += 1
+                    try:
+                        imgproc.save_image(d, v, quality=quality, overwrite=overwrite, source=src)
+                        written += 1
+                    except OutputExistsError:  # appeared since the check above: another run wrote it
+                        raced += 1
         except ImgprocError as e:
             click.echo(f"error: {e}", err=True)
             failures.append((src, e.exit_code))
@@ -180,6 +183,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     images = len(files) - len(failures)
     click.echo(f"{written} variant{'s' * (written != 1)} of {images} image{'s' * (images != 1)} written to {out}"
                + (f", {skipped} skipped (output exists; --overwrite replaces them)" if skipped else "")
+               + (f", {raced} skipped (written by another run)" if raced else "")
                + ("" if not write_sheet or not rows else f"; contact sheet {sheet}"))
     if failures and len(failures) == len(files):
         ctx.exit(failures[0][1])

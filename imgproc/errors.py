@@ -7,6 +7,7 @@ __all__ = [
     "InvalidImageError",
     "InputError",
     "OutputError",
+    "OutputExistsError",
     "WriteError",
     "UnavailableError",
     "ImgprocWarning",
@@ -42,6 +43,12 @@ class OutputError(ImgprocError, OSError):
     unknown extension, folder not writable). Exit 73."""
 
     exit_code = 73
+
+
+class OutputExistsError(OutputError):
+    """The output exists and replacing it was not asked for (``overwrite=False``),
+    including one that appeared while it was being written (another process wrote it
+    first; the command reports that as skipped). Exit 73."""
 
 
 class WriteError(ImgprocError, OSError):

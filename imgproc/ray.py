@@ -267,17 +267,19 @@ class _Compute:
             data, impl = key_data
             key = jax.random.wrap_key_data(np.asarray(data), impl=impl)
         self.opts = opts
-        self.stage = BatchStage(self.pipe, batch_size=opts.batch_size, key=key, pad=True)
+        self.stage = BatchStage(self.pipe, batch_size=opts.batch_size, key=key, pad=True, max_work_bytes=opts.max_memory,
+                                work_bytes_per_value=opts.work_bytes_per_value)
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-ray")
 
     def _decode(self, i, row):
-        from imgproc.io.codec import decode_image
-        from imgproc.io.folder_runner import Decoded, split_alpha
+        from imgproc.io.folder_runner import Decoded, memory_check, split_alpha
+        from imgproc.io.loader import check_float_scale, decode_bytes
 
         notes = []
-        arr, info = decode_image(row["data"], max_pixels=self.opts.max_pixels,
-                                 allow_truncated=self.opts.allow_truncated, name=row["src"], return_info=True,
+        arr, info = decode_bytes(bytes(row["data"]), row["src"], max_pixels=self.opts.max_pixels,
+                                 allow_truncated=self.opts.allow_truncated, memory_check=memory_check(self.opts),
                                  warn=lambda path, message: notes.append(message))
+        check_float_scale(arr, row["src"])  # as the plain run's decode stage
         job = _job(row)
         job.rel = str(i)  # where the row is in this batch
         return Decoded(job, *split_alpha(arr), info, notes)
@@ -308,8 +310,7 @@ class _Compute:
                 writing[i] = self.pool.submit(write_result, res, self.opts)
         for i, fut in writing.items():
             try:
-                fut.result()
-                out[i]["status"] = "written"
+                out[i]["status"] = "written" if fut.result() else "written by another run"
             except Exception as e:  # noqa: BLE001 - reported as the CLI reports it
                 out[i].update(_failed(rows[i], e))
         return _columns(out)
@@ -389,6 +390,8 @@ def run_jobs(pipeline, jobs, opts, report, *, key=None, address=None, num_actors
                 report.warning(r["src"], message)
             if r["status"] == "written":
                 report.ok(path=r["src"])
+            elif r["status"] == "written by another run":
+                report.written_by_another_run(r["src"], r["dst"])
             else:
                 report.error(r["failed_path"], r["reason"], int(r["code"]))
 
@@ -416,6 +419,9 @@ class _Table:
     def ok(self, skipped=False, path=None):
         src = str(path)
         self.rows.append((src, self.output.get(src, ""), "skipped" if skipped else "written", "", 0))
+
+    def written_by_another_run(self, path, output):
+        self.rows.append((str(path), str(output), "skipped", "written by another run", 0))
 
     def frame(self):
         import pandas as pd

@@ -86,6 +86,10 @@ def tiff(arr, **kw) -> bytes:
     return buf.getvalue()
 
 
+# signed 16-bit grey as image-tiff's int16.tif: negative and positive values
+INT16 = (np.arange(64 * 64).reshape(64, 64) - 2000).astype(np.int16)
+
+
 def planar(arr) -> np.ndarray:
     return np.ascontiguousarray(np.moveaxis(arr, -1, 0))
 
@@ -337,6 +341,8 @@ GOOD = [
     Good("apng16_default_in_animation.png", lambda: apng(png16(RGB16), [png16(65535 - RGB16)], default_in_animation=True),
          lambda: RGB16, "high byte"),
     Good("apng8_default_image.png", lambda: apng(pil(rgb8(), "PNG"), [pil(255 - rgb8(), "PNG")], default_in_animation=False), rgb8, "equal"),
+    # issue 46: a signed TIFF whose values are all within 0..65535 is read exactly, as uint16
+    Good("tiff_int16_grey_non_negative.tif", lambda: tiff(INT16.clip(0, None)), lambda: INT16.clip(0, None).astype(np.uint16), "equal"),
     # libtiff complains (on fd 2) but Pillow decodes: a warning, never raw text
     Good("tiff_g4_damaged.tif", lambda: corrupt_tiff_strips(one_bit_g4(), seed=0), None, "equal"),
 ]
@@ -348,6 +354,10 @@ BAD = [
     Bad("tiff16_grey_alpha.tif", lambda: tiff(ramp16(2), photometric="minisblack", extrasamples=[2]),
         "unsupported: 16-bit grey TIFF with 2 samples per pixel"),
     Bad("tiff_float_rgb.tif", lambda: tiff(RGB16.astype(np.float32) / 65535, photometric="rgb"), "unsupported: 32-bit floating-point RGB TIFF"),
+    Bad("tiff_int16_grey.tif", lambda: tiff(INT16), "unsupported: signed 16-bit integer image with negative values (-2000..2095)"),
+    Bad("tiff_int16_rgb.tif", lambda: tiff(np.stack([INT16] * 3, -1), photometric="rgb"),
+        "unsupported: signed 16-bit integer RGB TIFF"),
+    Bad("tiff_uint32_grey.tif", lambda: tiff(INT16.astype(np.uint32) + 70000), "unsupported: unsigned 32-bit integer image with values beyond 16 bits"),
     Bad("png_iccp_too_large.png", lambda: insert_png(pil(rgb8(), "PNG"), b"iCCP", b"icc\x00\x00" + zlib.compress(b"\0" * (3 << 20))),
         "corrupt PNG chunk iCCP (too large)"),
     Bad("png_iccp_empty.png", lambda: insert_png(pil(rgb8(), "PNG"), b"iCCP", b""), "corrupt PNG chunk iCCP (empty)"),

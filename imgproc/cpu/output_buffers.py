@@ -122,12 +122,14 @@ def _put(array) -> None:
 
 
 def _bound() -> None:
-    """Drop the oldest kept buffers until :data:`KEPT_BYTES` holds (the caller holds the lock)."""
+    """Drop the oldest kept buffers until :data:`KEPT_BYTES` holds (the caller holds the lock).
+    A group emptied elsewhere is removed on the way, never popped from."""
     total = _held()
     for pool in (_kept, _staging):
         while total > KEPT_BYTES and pool:
             oldest, group = next(iter(pool.items()))
-            total -= group.pop(0).nbytes
+            if group:
+                total -= group.pop(0).nbytes
             if not group:
                 del pool[oldest]
 
@@ -250,9 +252,15 @@ def from_flat(image, view):
 
 
 def _take(shape, dtype):
+    key = _key(shape, dtype)
     with _lock:
-        arrays = _kept.get(_key(shape, dtype))
-        return arrays.pop() if arrays else None
+        arrays = _kept.get(key)
+        if not arrays:
+            return None
+        array = arrays.pop()
+        if not arrays:  # no empty groups: _bound drops the oldest group's first buffer
+            del _kept[key]
+        return array
 
 
 def release() -> int:

@@ -5,5 +5,6 @@ writes), :mod:`.loader` (decoding with its defences against hostile files) with
 :mod:`.deep_colour`, :mod:`.reasons`, :mod:`.native_stderr` and :mod:`.formats`; the folder
 run that the command line and :mod:`imgproc.ray` share: :mod:`.run_options`,
 :mod:`.folder_plan` (which inputs, which outputs), :mod:`.folder_runner` (decode, batch,
-write stages) and :mod:`.interrupts` (Ctrl-C and SIGTERM).
+write stages), :mod:`.memory` (the ``--max-memory`` budget) and :mod:`.interrupts` (Ctrl-C
+and SIGTERM).
 """

@@ -28,6 +28,7 @@ and BMP. TIFF is written with lossless Deflate (zlib) compression.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import tempfile
@@ -37,7 +38,7 @@ import numpy as np
 from PIL import Image
 
 from imgproc.core.validate import check_saved_float_range
-from imgproc.errors import OutputError, WriteError
+from imgproc.errors import OutputError, OutputExistsError, WriteError
 from imgproc.io.formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
 from imgproc.io.loader import decode_bytes, read_image
 from imgproc.io.native_stderr import captured, library_log
@@ -374,7 +375,7 @@ def _check_destination(path: Path, overwrite: bool, source):
     if source is not None and same_file(source, path):
         raise OutputError(path, "is the input file itself; choose another output")
     if path.exists() and not overwrite:
-        raise OutputError(path, "exists; pass overwrite=True (--overwrite) to replace it")
+        raise OutputExistsError(path, "exists; pass overwrite=True to replace it")
     if path.is_dir():
         raise OutputError(path, "is a folder")
     folder = path.parent if str(path.parent) else Path(".")
@@ -399,11 +400,12 @@ def write_atomically(path, data: bytes, *, overwrite: bool = False, source=None)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
-        if path.exists() and not overwrite:  # appeared while we were writing
-            raise OutputError(path, "exists; pass overwrite=True (--overwrite) to replace it")
         if source is not None and same_file(source, path):  # became a link to the input meanwhile
             raise OutputError(path, "is the input file itself; choose another output")
-        os.replace(tmp, path)
+        if overwrite or not _publish_new(tmp, path):
+            if path.exists() and not overwrite:  # appeared while we were writing
+                raise OutputExistsError(path, "exists (it appeared while this was written); pass overwrite=True to replace it")
+            os.replace(tmp, path)
     except BaseException as e:
         try:
             os.unlink(tmp)
@@ -413,6 +415,24 @@ def write_atomically(path, data: bytes, *, overwrite: bool = False, source=None)
             raise WriteError(path, f"cannot write ({e.strerror or e})") from None
         raise
     return path
+
+
+def _publish_new(tmp, path) -> bool:
+    """Give ``tmp`` the name ``path`` only if no file has it, in one step: a hard link
+    fails when the name exists, where checking and then renaming would let a file that
+    another process wrote in between be replaced. True when done (``tmp`` is then
+    removed); False where the file system has no hard links (the caller checks and
+    renames). Raises :class:`OutputExistsError` when ``path`` exists."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputExistsError(path, "exists (it appeared while this was written); pass overwrite=True to replace it") from None
+    except OSError as e:
+        if e.errno in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+            return False
+        raise
+    os.unlink(tmp)
+    return True
 
 
 def temp_files_for(path) -> list[Path]:

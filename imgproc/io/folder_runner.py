@@ -15,16 +15,18 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import dataclasses
+import functools
 import os
 import traceback
 
 import numpy as np
 
-from imgproc.errors import ImgprocError, OutputError, WriteError
+from imgproc.errors import ImgprocError, InvalidImageError, OutputError, OutputExistsError, WriteError
+from imgproc.io import memory
 from imgproc.io.codec import same_file, save_image, temp_files_for
 from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
-from imgproc.io.loader import read_image
+from imgproc.io.loader import check_float_scale, read_image
 from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
 from imgproc.io.run_options import RunOptions
 
@@ -73,13 +75,30 @@ def join_alpha(colour, alpha, flat):
     return colour[:, :, 0] if flat else colour
 
 
+def memory_check(opts: RunOptions):
+    """The loader's ``memory_check`` for ``opts.max_memory`` (None without a limit): it
+    refuses (65) an image whose estimated decode and pipeline peak is over the budget,
+    from its header, before decoding (:mod:`imgproc.io.memory`)."""
+    if opts.max_memory is None:
+        return None
+
+    def check(path, width, height, channels, sample_bytes):
+        need = memory.estimate(width, height, channels, sample_bytes, opts.work_bytes_per_value)
+        if need > opts.max_memory:
+            raise InvalidImageError(path, f"{width}x{height}x{channels} needs about {memory.format_size(need)} to decode "
+                                          f"and process, over --max-memory {memory.format_size(opts.max_memory)}; "
+                                          "raise --max-memory to allow it")
+
+    return check
+
+
 class DecodeStage:
     """Reads the jobs' inputs in ``workers`` threads, at most ``window`` ahead of the
     consumer (bounded memory). Iterating yields ``(job, Decoded or exception)`` in job
     order."""
 
-    def __init__(self, jobs, opts: RunOptions, *, workers: int, window: int):
-        self.opts, self.window = opts, window
+    def __init__(self, jobs, opts: RunOptions, *, workers: int, window: int, stop_point=None):
+        self.opts, self.window, self.stop_point = opts, window, stop_point
         self.jobs = iter(jobs)
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-decode")
         self.pending: collections.deque = collections.deque()
@@ -87,7 +106,8 @@ class DecodeStage:
     def _decode(self, job: Job) -> Decoded:
         notes = []
         arr, info = read_image(job.src, max_pixels=self.opts.max_pixels, allow_truncated=self.opts.allow_truncated,
-                               warn=lambda path, message: notes.append(message))
+                               warn=lambda path, message: notes.append(message), memory_check=memory_check(self.opts))
+        check_float_scale(arr, job.src)
         return Decoded(job, *split_alpha(arr), info, notes)
 
     def _submit_next(self) -> bool:
@@ -103,13 +123,18 @@ class DecodeStage:
         while self.pending:
             job, fut = self.pending.popleft()
             self._submit_next()
+            while self.stop_point is not None and not fut.done():  # a long decode: still a safe point
+                self.stop_point()
+                cf.wait([fut], timeout=0.1)
             error = fut.exception()
             yield job, (error if error is not None else fut.result())
 
     def close(self):
+        """Cancel the queued decodes; one in progress is not waited for (its image is not
+        used; after Ctrl-C the command leaves without it)."""
         for _, fut in self.pending:
             fut.cancel()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class BatchStage:
@@ -124,8 +149,10 @@ class BatchStage:
     two (at most ``batch_size``), so the few batch sizes a long run meets are compiled once
     each (``imgproc.ray``'s actors); the copies' outputs are dropped."""
 
-    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False):
+    def __init__(self, pipeline, *, batch_size: int, key=None, pad: bool = False, max_work_bytes=None,
+                 work_bytes_per_value: float = memory.FILTER_WORK_BYTES):
         self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
+        self.max_work_bytes, self.work_bytes_per_value = max_work_bytes, work_bytes_per_value
         self.lists = bool(getattr(pipeline, "takes_lists", False))
         self.groups: dict = collections.OrderedDict()
         self.waiting = 0
@@ -134,13 +161,19 @@ class BatchStage:
     def add(self, decoded: Decoded) -> list[Result]:
         image = decoded.colour
         group = (image.ndim, image.shape[2:], image.dtype.str) if self.lists else (image.shape, image.dtype.str)
+        done = []
+        if self.max_work_bytes is not None and group in self.groups:
+            # within the memory budget: a batch of large images runs before it outgrows it
+            work = sum(d.colour.size for d in self.groups[group]) + image.size
+            if work * self.work_bytes_per_value > self.max_work_bytes:
+                done = self._run(group)
         self.groups.setdefault(group, []).append(decoded)
         self.waiting += 1
         if len(self.groups[group]) >= self.batch_size:
-            return self._run(group)
+            return done + self._run(group)
         if self.waiting > 2 * self.batch_size:
-            return self._run(next(iter(self.groups)))
-        return []
+            return done + self._run(next(iter(self.groups)))
+        return done
 
     def flush(self) -> list[Result]:
         results = []
@@ -204,10 +237,17 @@ def _stacked(images) -> np.ndarray:
     return stack
 
 
-def write_result(result: Result, opts: RunOptions):
+WRITTEN_BY_ANOTHER_RUN = "written by another run"
+
+
+def write_result(result: Result, opts: RunOptions) -> bool:
     """Save one result atomically to its job's output (the writer of every engine):
     stale temporary files of a killed run removed, folders created, metadata kept
-    unless ``--strip``."""
+    unless ``--strip``. True when written; False when, without ``--overwrite``, the
+    output appeared while this run worked on it: another run wrote it (the jobs with an
+    output at the start were skipped before any work), which is reported as skipped
+    (:data:`WRITTEN_BY_ANOTHER_RUN`), not as an error. The file is never replaced then
+    (:func:`imgproc.io.codec.write_atomically` publishes it in one step)."""
     job = result.job
     for stale in temp_files_for(job.dst):  # left by a run killed with SIGKILL
         try:
@@ -220,8 +260,14 @@ def write_result(result: Result, opts: RunOptions):
         raise OutputError(job.dst.parent, f"cannot create folder ({e.strerror or e})") from None
     exif = None if opts.strip else result.info.exif
     icc = None if opts.strip else result.info.icc_profile
-    save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
-               exif=exif, icc_profile=icc)
+    try:
+        save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+                   exif=exif, icc_profile=icc)
+    except OutputExistsError:
+        if opts.overwrite:
+            raise
+        return False
+    return True
 
 
 def failure(job: Job, error: BaseException) -> tuple:
@@ -236,6 +282,18 @@ def failure(job: Job, error: BaseException) -> tuple:
     return path, f"internal error: {type(error).__name__}: {error}", 70
 
 
+def internal_error(error: BaseException, report, opts: RunOptions) -> str:
+    """Report ``error``, which no job caused (a fault of the run itself), through
+    ``report`` (a JSON line with ``--log-format json``; the traceback with ``--debug``);
+    the reason the run stopped, for its summary."""
+    if opts.debug:
+        with NATIVE_STDERR_LOCK:
+            traceback.print_exception(error)
+    reason = f"internal error: {type(error).__name__}: {error}"
+    report.fatal(reason + ("" if opts.debug else " (run with --debug for the traceback)"), 70)
+    return "stopped at an internal error"
+
+
 class WriteStage:
     """Saves results atomically in ``workers`` threads. :meth:`finished` hands back
     ``(job, exception or None)`` for each write that completed."""
@@ -245,24 +303,32 @@ class WriteStage:
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="imgproc-encode")
         self.writes: dict = {}  # future -> job
 
-    def _write(self, result: Result):
-        write_result(result, self.opts)
+    def _write(self, result: Result) -> bool:
+        return write_result(result, self.opts)
 
     def submit(self, result: Result):
         self.writes[self.pool.submit(self._write, result)] = result.job
 
-    def finished(self, *, wait: bool = False) -> list[tuple[Job, BaseException | None]]:
+    def finished(self, *, wait: bool = False) -> list[tuple[Job, BaseException | None, bool]]:
+        """``(job, exception or None, written)`` for each write that completed;
+        ``written`` is False for an output another run wrote first."""
         if not self.writes:
             return []
         done, _ = cf.wait(self.writes, timeout=None if wait else 0,
                           return_when=cf.ALL_COMPLETED if wait else cf.FIRST_COMPLETED)
-        return [(self.writes.pop(fut), fut.exception()) for fut in done]
+        return [_outcome(self.writes.pop(fut), fut) for fut in done]
 
-    def close(self) -> int:
+    def close(self) -> list[tuple[Job, BaseException | None, bool]]:
         """Let writes in flight finish (each is atomic: a complete file or nothing), cancel
-        queued ones; the number that completed meanwhile (for a partial summary)."""
+        queued ones; those that completed meanwhile, as :meth:`finished` (for a partial
+        summary)."""
         self.pool.shutdown(wait=True, cancel_futures=True)
-        return sum(1 for fut in self.writes if fut.done() and not fut.cancelled() and fut.exception() is None)
+        return [_outcome(job, fut) for fut, job in self.writes.items() if fut.done() and not fut.cancelled()]
+
+
+def _outcome(job, fut):
+    error = fut.exception()
+    return job, error, error is None and fut.result()
 
 
 class _Stop(Exception):
@@ -320,8 +386,10 @@ class _Run:
         self.stop_point = stop_point
         workers = opts.workers or min(8, (os.cpu_count() or 2) + 2)
         self.report, self.fail = report, _Failures(report, opts, raise_unexpected)
-        self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size))
-        self.batch = BatchStage(pipeline, batch_size=opts.batch_size, key=key)
+        self.decode = DecodeStage(jobs, opts, workers=workers, window=max(2 * workers, 2 * opts.batch_size),
+                                  stop_point=stop_point)
+        self.batch = BatchStage(pipeline, batch_size=opts.batch_size, key=key, max_work_bytes=opts.max_memory,
+                                work_bytes_per_value=opts.work_bytes_per_value)
         self.write = WriteStage(opts, workers=workers)
 
     def run(self):
@@ -354,16 +422,37 @@ class _Run:
                 self.write.submit(result)
 
     def _collect(self, wait=False):
-        for job, error in self.write.finished(wait=wait):
-            if error is None:
+        # the outputs written first: a write error stops the run (raises) in this loop, and
+        # a write that completed beside it is on disk and must be in the summary
+        for job, error, written in sorted(self.write.finished(wait=wait), key=lambda done: done[1] is not None):
+            if error is not None:
+                self.fail(job, error)
+            elif written:
                 self.report.ok()
             else:
-                self.fail(job, error)
+                self.report.written_by_another_run(job.src, job.dst)
 
     def close(self):
         self.decode.close()
-        for _ in range(self.write.close()):
-            self.report.ok()
+        for job, error, written in self.write.close():
+            if error is None:  # a failure after the run stopped is not reported (its output is not there)
+                if written:
+                    self.report.ok()
+                else:
+                    self.report.written_by_another_run(job.src, job.dst)
+
+
+def _last_words(report):
+    """The partial summary, when the command leaves from its interrupt watcher (no safe
+    point came in time: :data:`imgproc.io.interrupts.GRACE_S`); not waited for when
+    another thread holds stderr (a decoder's capture)."""
+    if NATIVE_STDERR_LOCK.acquire(timeout=0.3):
+        try:
+            report.summary(interrupted=True)
+        finally:
+            NATIVE_STDERR_LOCK.release()
+    else:
+        os.write(2, b"error: interrupted\n")
 
 
 def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, raise_unexpected=False) -> int:
@@ -374,6 +463,7 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     a single-file run does, instead of reporting them against the file."""
     run = _Run(pipeline, jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
     interrupted, stopped, code = False, None, None
+    INTERRUPTS.last_words = functools.partial(_last_words, report)
     try:
         with INTERRUPTS:
             INTERRUPTS.stop_point()  # a signal that came while the pipeline was being built
@@ -382,7 +472,12 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
         interrupted = True
     except _Stop as s:
         stopped, code = s.reason, s.code
+    except Exception as e:  # noqa: BLE001 - an internal error: reported like the rest, then the summary
+        if raise_unexpected:
+            raise
+        stopped, code = internal_error(e, report, opts), 70
     finally:
+        INTERRUPTS.last_words = None
         run.close()
     report.summary(interrupted=interrupted, stopped=stopped)
     if interrupted:

@@ -4,10 +4,15 @@ handlers before NumPy and JAX are imported (a signal during those imports is kep
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
-__all__ = ["INTERRUPTS", "Interrupts"]
+__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts"]
+
+# seconds a run has, after Ctrl-C or SIGTERM, to reach a safe point before the command
+# leaves anyway (Interrupts.hard_exit): a decode or a computation may last minutes
+GRACE_S = 1.0
 
 
 class Interrupts:
@@ -27,7 +32,13 @@ class Interrupts:
 
     def __init__(self):
         self.received = threading.Event()
+        self.honoured = threading.Event()  # a safe point raised for the last signal
         self._previous = []  # one {signal: handler} per enclosing ``with``
+        self._wakeup = None  # (read fd, write fd, previous wakeup fd) of the outermost ``with``
+        # The command's own (imgproc.cli.main): leave with 130 when no safe point comes
+        # within GRACE_S of a signal, or at a second signal. Never in a library caller's process.
+        self.hard_exit = False
+        self.last_words = None  # called before such an exit (the run's partial summary)
 
     def __enter__(self):
         previous = {}
@@ -37,8 +48,59 @@ class Interrupts:
                     previous[sig] = signal.signal(sig, self._record)
                 except (ValueError, OSError):
                     pass
+            if not self._previous and previous:
+                self._watch()
         self._previous.append(previous)
         return self
+
+    def _watch(self):
+        """Learn of a signal the moment it arrives. Python runs a handler only in the main
+        thread between bytecodes, so not while that thread is inside a long decode or an
+        XLA computation; the C-level handler writes the signal's number to the wakeup fd
+        at once, and a thread reading it can keep the grace period."""
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        try:
+            previous = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            os.close(r)
+            os.close(w)
+            return
+        self._wakeup = (r, w, previous)
+        threading.Thread(target=self._watcher, args=(r,), name="imgproc-interrupts", daemon=True).start()
+
+    def _watcher(self, r):
+        while True:
+            try:
+                data = os.read(r, 64)
+            except OSError:
+                return
+            if not data:
+                os.close(r)
+                return
+            if any(b in (int(sig) for sig in self.SIGNALS) for b in data):
+                self._signalled()
+
+    def _signalled(self):
+        self.received.set()
+        if not self.hard_exit:
+            return
+        if self.honoured.is_set():  # a second signal while the run cleans up: leave now
+            self._leave()
+        if not self.honoured.wait(GRACE_S):
+            self._leave()
+
+    def _leave(self):
+        """Exit with 130 from the watcher thread: the run did not reach a safe point in
+        time. Outputs are whole or absent (a write in flight leaves its temporary file,
+        removed by the next run)."""
+        try:
+            if self.last_words is not None:
+                self.last_words()
+            else:
+                os.write(2, b"error: interrupted\n")
+        finally:
+            os._exit(130)
 
     def _record(self, signum, frame):
         self.received.set()
@@ -47,6 +109,7 @@ class Interrupts:
         """Raise ``KeyboardInterrupt`` (once) if a signal came since the last one."""
         if self.received.is_set():
             self.received.clear()
+            self.honoured.set()
             raise KeyboardInterrupt
 
     def __exit__(self, *exc):
@@ -55,6 +118,14 @@ class Interrupts:
                 signal.signal(sig, handler)
             except (ValueError, OSError):
                 pass
+        if not self._previous and self._wakeup is not None:
+            r, w, previous = self._wakeup
+            self._wakeup = None
+            try:
+                signal.set_wakeup_fd(previous)
+            except (ValueError, OSError):
+                pass
+            os.close(w)  # the watcher reads the end of the pipe and stops
         self.stop_point()  # a signal after the last safe point still ends the run as interrupted
         return False
 

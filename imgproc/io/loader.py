@@ -69,6 +69,7 @@ from imgproc.io.reasons import explain
 __all__ = [
     "ALLOWED_FORMATS",
     "DEFAULT_MAX_PIXELS",
+    "check_float_scale",
     "ImageInfo",
     "decode_bytes",
     "read_file_bytes",
@@ -209,7 +210,7 @@ def _pillow_limit(max_pixels: int):
 
 
 def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False,
-               formats=ALLOWED_FORMATS, warn=None):
+               formats=ALLOWED_FORMATS, warn=None, memory_check=None):
     """Read an image file defensively: ``(array, ImageInfo)``.
 
     Args:
@@ -219,6 +220,9 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         formats: the allowlist of format names.
         warn: ``warn(path, message)`` for non-fatal problems; default issues an
             :class:`~imgproc.errors.ImgprocWarning`.
+        memory_check: ``memory_check(path, width, height, channels, sample_bytes)``,
+            called once the header is read and before any pixel is decoded; it raises
+            to refuse the image (the command's ``--max-memory``, :mod:`imgproc.io.memory`).
 
     Raises:
         InputError: missing, a folder, or unreadable (exit code 66).
@@ -226,7 +230,7 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
     """
     data = read_file_bytes(path, max_pixels=max_pixels)
     return decode_bytes(data, Path(path), max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats,
-                        warn=warn)
+                        warn=warn, memory_check=memory_check)
 
 
 def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
@@ -236,8 +240,10 @@ def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
     path = Path(path)
     try:
         with _open_for_reading(path) as f:
-            _check_size(_file_size(f), max_pixels, path)  # before reading a huge file
+            before = _file_stat(f)
+            _check_size(before.st_size, max_pixels, path)  # before reading a huge file
             data = f.read()
+            _check_unchanged(before, _file_stat(f), len(data), path)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
@@ -279,19 +285,40 @@ def _check_size(size: int, max_pixels, path):
         raise InvalidImageError(path, f"file too large ({size} bytes) for the pixel limit {max_pixels}")
 
 
-def _file_size(f) -> int:
+def _file_stat(f):
     import os
-
-    st = os.fstat(f.fileno())
     import stat
 
+    st = os.fstat(f.fileno())
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError
-    return st.st_size
+    return st
+
+
+def _check_unchanged(before, after, read: int, path):
+    """Refuse a regular file that changed while it was read (its size or modification
+    time differs before and after, or fewer or more bytes came than it had): a file being
+    rewritten in place reads as a mix of the old and the new image, which decodes without
+    complaint. InvalidImageError (65); a file replaced by a rename is not affected (the
+    open file is the old one, read whole)."""
+    import stat
+
+    if not stat.S_ISREG(before.st_mode):
+        return
+    what = []
+    if after.st_size != before.st_size:
+        what.append(f"size {before.st_size} -> {after.st_size} bytes")
+    if after.st_mtime_ns != before.st_mtime_ns:
+        what.append("modification time changed")
+    if not what and read != before.st_size:
+        what.append(f"{read} of {before.st_size} bytes read")
+    if what:
+        raise InvalidImageError(path, f"changed while it was read ({', '.join(what)}); "
+                                      "process it again once nothing writes to it")
 
 
 def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS,
-                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None):
+                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None, memory_check=None):
     """Decode ``data`` (a whole image file) like :func:`read_image`; ``path`` names it in
     messages."""
     notes: list[str] = []
@@ -321,7 +348,7 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
     try:
         with library_log() as logged:  # Pillow's plugins log some problems instead of warning
             try:
-                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said)
+                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check)
             finally:
                 said.extend(f"Pillow: {m}" for m in logged)
         for m in dict.fromkeys(logged):
@@ -368,7 +395,7 @@ def _truncated_decode_works(data, fmt, max_pixels) -> bool:
         return False
 
 
-def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
+def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check=None):
     # Pillow reports corrupt EXIF (read while opening a JPEG) with a UserWarning, not an
     # exception: record warnings while reading the header and the metadata instead of
     # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
@@ -382,6 +409,10 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said):
             raise InvalidImageError(path, f"empty image ({w}x{h})")
         if w * h > max_pixels:
             raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
+        if fmt == "JPEG":
+            _check_jpeg_scan_length(data, path, w, h)
+        if memory_check is not None:
+            memory_check(path, w, h, _decoded_channels(img), _sample_bytes(img, fmt, data))
         frames = 1
         try:
             frames = int(getattr(img, "n_frames", 1))
@@ -575,8 +606,8 @@ def _to_array(img: Image.Image, path, icc, note):
         return arr.astype(np.uint16), icc
     if img.mode == "I":
         if arr.size and (arr.min() < 0 or arr.max() > 65535):
-            raise InvalidImageError(path, "32-bit integer image with values beyond 16 bits is not supported")
-        return arr.astype(np.uint16), icc
+            raise InvalidImageError(path, _wide_integer_reason(img, int(arr.min()), int(arr.max())))
+        return arr.astype(np.uint16), icc  # signed or 32-bit samples within 0..65535: read exactly
     if img.mode == "F":
         arr = arr.astype(np.float32)
         if not np.isfinite(arr).all():
@@ -585,6 +616,118 @@ def _to_array(img: Image.Image, path, icc, note):
     if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (2, 3, 4)):
         raise InvalidImageError(path, f"unsupported image mode {img.mode}")
     return np.array(arr), icc
+
+
+ALLOWED_SAMPLES = "allowed: unsigned 8- or 16-bit integers, or floating-point values in [0, 1]"
+
+
+def _wide_integer_reason(img, lo: int, hi: int) -> str:
+    """Why an integer image (Pillow's mode I) whose values do not fit 0..65535 is refused:
+    its sample format and width as its tags say, and the values found. A signed TIFF
+    whose values are all within 0..65535 is read (exactly, as uint16); there is no
+    unsigned reading of negative values that would not be a guess."""
+    tags = getattr(img, "tag_v2", {})
+    try:
+        signed = tags.get(339) in (2, (2,))
+        bits = tags.get(258)
+        bits = int(bits[0] if isinstance(bits, tuple) else bits or 32)
+    except Exception:  # noqa: BLE001 - unreadable tags: say what the values say
+        signed, bits = lo < 0, 32
+    kind = f"{'signed' if signed else 'unsigned'} {bits}-bit integer"
+    if lo < 0:
+        return f"unsupported: {kind} image with negative values ({lo}..{hi}); {ALLOWED_SAMPLES}"
+    return f"unsupported: {kind} image with values beyond 16 bits ({lo}..{hi}); {ALLOWED_SAMPLES}"
+
+
+def check_float_scale(arr, path) -> None:
+    """Refuse (:class:`InvalidImageError`, exit 65) a floating-point image whose values are
+    clearly outside [0, 1], the scale on which the command reads and writes floats: a
+    float TIFF of CT numbers or 0..255 values has no scale the command could know, and
+    writing it would clip it to black and white. The bounds are those of the writer
+    (:func:`imgproc.core.validate.check_saved_float_range`); :func:`read_image` itself
+    returns such values as they are (as tifffile and Pillow do)."""
+    from imgproc.core.validate import SAVE_FLOAT_MAX, SAVE_FLOAT_MIN
+
+    if arr.dtype.kind != "f" or arr.size == 0:
+        return
+    lo, hi = float(arr.min()), float(arr.max())
+    if lo < SAVE_FLOAT_MIN or hi > SAVE_FLOAT_MAX:
+        raise InvalidImageError(path, f"floating-point image with values {lo:g}..{hi:g}, outside [0, 1]: its scale is "
+                                      f"unknown (the command reads floats as 0..1 and writes round(255 x)); "
+                                      "convert it to 0..1 or to 8/16-bit integers first")
+
+
+def _decoded_channels(img) -> int:
+    """Channels of the array :func:`_to_array` makes of ``img`` (from its mode, before
+    decoding; CMYK counts its 4 decoded samples)."""
+    mode = img.mode
+    if mode in ("P", "PA"):
+        return 4 if ("transparency" in img.info or mode == "PA") else 3
+    if mode == "1":
+        return 1
+    return max(len(img.getbands()), 3 if mode in ("YCbCr", "LAB", "HSV") else 1)
+
+
+def _sample_bytes(img, fmt, data) -> int:
+    """Bytes a decoded sample takes: 4 for 32-bit integer and float, 2 for 16-bit, 1 else."""
+    if img.mode in ("I", "F"):
+        return 4
+    if img.mode.startswith("I;16") or (fmt == "PNG" and len(data) > 24 and data[24] == 16):
+        return 2
+    if fmt == "TIFF":
+        try:
+            bits = img.tag_v2.get(258)
+            bits = max(bits) if isinstance(bits, tuple) else int(bits or 8)
+        except Exception:  # noqa: BLE001
+            bits = 8
+        return 2 if bits > 8 else 1
+    return 1
+
+
+# Huffman-coded JPEG frames (SOF0-3, 5-7); arithmetic coding (SOF9-11, 13-15) can spend
+# less than a bit on a block, so no bound is derived for it
+_HUFFMAN_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7}
+
+
+def _check_jpeg_scan_length(data: bytes, path, width: int, height: int):
+    """Refuse a Huffman-coded JPEG whose scan data cannot hold the image its header
+    declares: every 8x8 block of every component is coded with at least one bit (its DC
+    difference's Huffman code, in baseline and progressive files alike), so the bytes
+    after the first scan header are at least ``blocks / 8``. A 517-byte file declaring
+    9400x9500 (two million blocks, at least 262 KB) decoded to grey in 38 s and 1 GB,
+    then was denoised for minutes: refused here, before decoding, with or without
+    --allow-truncated (a cut photo keeps far more than a bit a block)."""
+    pos, sof, components = 2, None, []
+    while pos + 4 <= len(data):
+        if data[pos] != 0xFF:
+            return  # not a marker where one must be: the decoder explains
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0x01,) or 0xD0 <= marker <= 0xD8:
+            pos += 2
+            continue
+        length = int.from_bytes(data[pos + 2:pos + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            sof = marker
+            n = data[pos + 9] if pos + 9 < len(data) else 0
+            components = [(data[pos + 11 + 3 * i] >> 4, data[pos + 11 + 3 * i] & 15)
+                          for i in range(n) if pos + 11 + 3 * i < len(data)]
+        if marker == 0xDA:  # start of scan: the rest is (at most) entropy-coded data
+            if sof not in _HUFFMAN_SOF or not components:
+                return
+            hmax = max(h for h, _ in components) or 1
+            vmax = max(v for _, v in components) or 1
+            blocks = sum(-(-(-(-width * h // hmax)) // 8) * -(-(-(-height * v // vmax)) // 8) for h, v in components)
+            scan = len(data) - (pos + 2 + length)
+            need = blocks // 8
+            if scan < need:
+                raise InvalidImageError(path, f"JPEG declares {width}x{height} but holds {max(scan, 0)} bytes of scan "
+                                              f"data, fewer than the {need} such an image needs at least "
+                                              "(corrupt or forged size); not decoded")
+            return
+        pos += 2 + length
 
 
 def _orient(arr, orientation):

@@ -165,6 +165,8 @@ def tiff_problem(data: bytes, said=()) -> str | None:
     kind = {0: "white-is-zero grey", 1: "grey", 2: "RGB", 3: "palette", 5: "CMYK", 6: "YCbCr", 8: "CIELab"}.get(photometric, f"photometric {photometric}")
     if fmt == 3:
         return f"unsupported: {bits}-bit floating-point {kind} TIFF (imgproc reads 32-bit floating-point grey only)"
+    if fmt == 2 and spp > 1:
+        return f"unsupported: signed {bits}-bit integer {kind} TIFF (imgproc reads signed integers in grey only, when none is negative)"
     if bits not in (1, 2, 4, 8, 16) or (bits == 16 and (spp > 4 or (photometric in (0, 1) and spp > 1))):
         return f"unsupported: {bits}-bit {kind} TIFF with {spp} samples per pixel"
     return None

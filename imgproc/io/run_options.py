@@ -38,6 +38,8 @@ class RunOptions:
     engine: str = "local"  # "ray": folder runs on Ray Data (imgproc.ray)
     ray_address: str | None = None
     debug: bool = False  # the group's --debug: tracebacks of internal errors
+    max_memory: int | None = None  # bytes an image's decode and pipeline may take (imgproc.io.memory); None: no limit
+    work_bytes_per_value: float = 16.0  # the pipeline's buffers per value, for that estimate (imgproc.io.memory)
 
 
 def output_extension(src, out_format: str | None = None) -> str:

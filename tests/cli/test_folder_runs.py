@@ -156,6 +156,97 @@ def test_fail_fast_quiet_and_json(photos, tmp_path):
     assert sorted(f["path"] for f in summary["failures"]) == sorted(str(src / r) for r in BAD)
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_an_internal_error_stops_the_run_with_a_summary(photos, tmp_path, monkeypatch, log_format):
+    """Issue 46 item 1: an exception of the run itself (the output buffers' IndexError) ended
+    a JSON run with a plain-text line and no summary; now it is an error event, then the
+    summary says the run stopped, and the exit code is 70."""
+    src, names = photos
+    import imgproc.pipeline.pipeline as pl
+
+    calls = {"n": 0}
+    original = pl.Pipeline.__call__
+
+    def failing(self, images, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise IndexError("pop from empty list")
+        return original(self, images, **kw)
+
+    monkeypatch.setattr(pl.Pipeline, "__call__", failing)
+    out = tmp_path / "out"
+    code, err = cli("blur", src, out, "-r", "--batch-size", "2", "--workers", "1", "--log-format", log_format)
+    assert code == 70, err
+    if log_format == "text":
+        assert "error: internal error: IndexError: pop from empty list (run with --debug" in err
+        assert "stopped: " in err and "stopped at an internal error" in err
+        return
+    events = [json.loads(line) for line in err.strip().splitlines()]  # every line is JSON
+    fatal = [e for e in events if e["event"] == "error" and e["path"] is None]
+    assert len(fatal) == 1 and fatal[0]["exit_code"] == 70 and "IndexError" in fatal[0]["reason"]
+    summary = events[-1]
+    assert summary["event"] == "summary" and summary["stopped"] == "stopped at an internal error"
+    assert summary["written"] == len(tree(out)) and summary["not_done"] > 0
+
+
+def test_outputs_another_run_writes_meanwhile_are_skipped_not_errors(photos, tmp_path, monkeypatch):
+    """Issue 46 item 4: an output that appears during the run (another run on the same
+    folder wrote it) is "skipped (written by another run)", in the command's words, exit
+    0; the other run's file is kept as it is."""
+    src, names = photos
+    import imgproc.io.codec as codec
+    import imgproc.io.folder_runner as runner
+
+    out = tmp_path / "out"
+    theirs = {}
+    original = runner.save_image
+
+    def racing(path, image, **kw):
+        if len(theirs) < 3:  # the other run finishes these first
+            codec.write_atomically(path, codec.encode_image(image, path.suffix), overwrite=False)
+            theirs[path] = path.read_bytes()
+        return original(path, image, **kw)
+
+    monkeypatch.setattr(runner, "save_image", racing)
+    good = tmp_path / "good"
+    shutil.copytree(src, good, ignore=lambda d, files: [f for f in files if f in {Path(b).name for b in BAD}])
+    code, err = cli("blur", good, out, "-r", "--workers", "1")
+    assert code == 0, err
+    assert "overwrite=True" not in err and "error" not in err
+    for path in theirs:
+        assert f"note: {path}: skipped (written by another run)" in err
+        assert path.read_bytes() == theirs[path]
+    assert f"{len(names) - 3} written, 0 skipped (output exists), 3 skipped (written by another run), 0 failed" in err
+    theirs.clear()
+    code, err = cli("blur", good, tmp_path / "j", "-r", "--workers", "1", "--log-format", "json")
+    events = [json.loads(line) for line in err.strip().splitlines()]
+    assert code == 0 and events[-1]["skipped_by_another_run"] == 3 and events[-1]["failed"] == 0
+    assert sum(e["event"] == "skipped" and e["reason"] == "written by another run" for e in events) == 3
+
+
+def test_two_runs_into_one_folder_both_succeed(tmp_path):
+    """Two real processes on the same folder at once: both exit 0 with no error line, and
+    every output is written by exactly one of them (none replaced by the other)."""
+    src = tmp_path / "in"
+    names = make_folder(src, 40)
+    for rel in BAD:
+        (src / rel).unlink()
+    out = tmp_path / "out"
+    exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
+    procs = [subprocess.Popen([exe, "blur", str(src), str(out), "-r", "--batch-size", "1", "--workers", "2",
+                               "--log-format", "json"], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    summaries = []
+    for code, err in results:
+        events = [json.loads(line) for line in err.strip().splitlines()]
+        assert code == 0 and not [e for e in events if e["event"] == "error"], err
+        summaries.append(events[-1])
+    assert sum(s["written"] for s in summaries) == len(names)
+    for s in summaries:
+        assert s["written"] + s["skipped"] + s["skipped_by_another_run"] == len(names)
+    assert tree(out) == sorted(names)
+
+
 def test_shards_split_the_work(photos, tmp_path):
     src, names = photos
     out = tmp_path / "out"
@@ -258,6 +349,39 @@ def test_disk_full_exit_74_nothing_left(tmp_path, samples, monkeypatch):
     code, err = cli("denoise", samples, tmp_path / "out")
     assert code == 74 and "stopped at an I/O error while writing" in err
     assert tree(tmp_path / "out") == []
+
+
+def test_disk_full_summary_counts_the_outputs_on_disk(tmp_path, monkeypatch):
+    """Issue 46 item 6: the summary said 101 written with 103 complete outputs on disk.
+    Writes that completed together with the failing one were dropped from the count when
+    the write error stopped the run; the summary now counts every complete output."""
+    import threading
+
+    import imgproc.io.codec as io_mod
+
+    src = tmp_path / "in"
+    make_folder(src, 24)
+    for rel in BAD:
+        (src / rel).unlink()
+    calls, lock = [0], threading.Lock()
+    real_fsync = os.fsync
+
+    def filling(fd):
+        with lock:
+            calls[0] += 1
+            n = calls[0]
+        time.sleep(0.05)  # the writes of a batch complete together
+        if n >= 12:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(io_mod.os, "fsync", filling)
+    out = tmp_path / "out"
+    code, err = cli("blur", src, out, "-r", "--batch-size", "8", "--workers", "6", "--log-format", "json")
+    events = [json.loads(line) for line in err.strip().splitlines()]
+    on_disk = [p for p in tree(out) if not p.endswith(".imgproc-tmp")]
+    assert code == 74 and events[-1]["event"] == "summary", err
+    assert events[-1]["written"] == len(on_disk) == len(tree(out)) and 0 < len(on_disk) < 24
 
 
 def _tiny_tmpfs(path: Path) -> bool:

@@ -477,3 +477,38 @@ def test_bfloat16_numpy_images_at_any_alignment(skew, shape):
         np.testing.assert_allclose(y.astype(np.float64), ref, atol=8e-3)
     assert imgproc.median(x).dtype == x.dtype
     np.testing.assert_array_equal(x.view(np.uint16), before)
+
+
+def test_a_buffer_taken_back_leaves_no_empty_group_for_the_bound_to_pop():
+    """Issue 46 item 1, the sequence that ended a folder run with exit 70: a kept buffer taken
+    by the next call left an empty group in the kept table, and the byte bound then popped
+    from it (IndexError) once large results pushed the total over KEPT_BYTES."""
+    buffers.release()
+    try:
+        p = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])
+        a = np.zeros((1000, 1000, 3), np.uint8)
+        r = p(a)
+        del r
+        h = p(a)
+        for i in range(12):
+            p(np.zeros((6000 + 8 * i, 6000, 3), np.uint8))  # each result dropped at once
+            assert all(buffers.kept().values()) and buffers.kept_bytes() <= buffers.KEPT_BYTES
+        del h
+        assert all(n > 0 for n in buffers.kept().values())
+    finally:
+        buffers.release()
+
+
+def test_the_bound_skips_an_empty_group(monkeypatch):
+    buffers.release()
+    try:
+        monkeypatch.setattr(buffers, "KEPT_BYTES", 3 << 20)
+        small = jax.device_put(np.zeros((1 << 20,), np.uint8))
+        with buffers._lock:
+            buffers._kept[buffers._key((5,), np.uint8)] = []  # as an older version left behind
+        for _ in range(4):
+            buffers._put(jax.device_put(np.zeros((1 << 20,), np.uint8)))
+        assert buffers.kept_bytes() <= 3 << 20 and all(buffers.kept().values())
+        del small
+    finally:
+        buffers.release()

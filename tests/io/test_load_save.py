@@ -1,5 +1,6 @@
 import hashlib
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -215,3 +216,83 @@ def test_tiff_output_is_compressed_losslessly(tmp_path, dtype, channels):
     assert out.stat().st_size < image.nbytes
     with Image.open(out) as im:
         assert im.info.get("compression") == "tiff_adobe_deflate"
+
+
+def test_a_file_that_appears_while_writing_is_never_replaced(tmp_path, monkeypatch):
+    """Issue 46 item 4: the name is published in one step (a hard link that fails when the
+    name exists), so a file another process wrote while this one was writing stays, and
+    the refusal says so; no temporary file is left."""
+    import imgproc.io.codec as codec
+    from imgproc.errors import OutputExistsError
+
+    p = tmp_path / "o.png"
+    real_fsync = os.fsync
+
+    def other_writer(fd):  # another process finishes the same output meanwhile
+        real_fsync(fd)
+        p.write_bytes(b"theirs")
+
+    monkeypatch.setattr(codec.os, "fsync", other_writer)
+    with pytest.raises(OutputExistsError, match=r"appeared while this was written\); pass overwrite=True"):
+        imgproc.save_image(p, np.zeros((4, 4), np.uint8))
+    assert p.read_bytes() == b"theirs" and os.listdir(tmp_path) == ["o.png"]
+    imgproc.save_image(p, np.zeros((4, 4), np.uint8), overwrite=True)  # overwrite replaces it
+    assert imgproc.load_image(p).shape == (4, 4) and os.listdir(tmp_path) == ["o.png"]
+
+
+@pytest.mark.parametrize("change", ["append", "same_size"])
+def test_an_input_that_changes_while_it_is_read_is_refused(tmp_path, monkeypatch, change):
+    """Issue 46 item 5: a file rewritten while it was read decoded as a silent mix of two
+    images. Its size or modification time differing before and after the read refuses it
+    (65), in the API and in a folder run, where the other files go on."""
+    import imgproc.io.loader as loader
+    from imgproc.errors import InvalidImageError
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.png", "b.png"):
+        imgproc.save_image(folder / name, np.full((16, 16, 3), 9, np.uint8))
+    victim = folder / "b.png"
+    original = loader._open_for_reading
+
+    class Rewritten:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.f.__exit__(*exc)
+
+        def fileno(self):
+            return self.f.fileno()
+
+        def read(self):
+            data = self.f.read()
+            if change == "append":  # the writer got further meanwhile
+                with open(victim, "ab") as w:
+                    w.write(b"\0" * 10)
+            else:  # rewritten with as many bytes: only the time says so
+                st = os.stat(victim)
+                os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+            return data
+
+    def opening(path):
+        f = original(path)
+        return Rewritten(f) if Path(path).name == "b.png" else f
+
+    monkeypatch.setattr(loader, "_open_for_reading", opening)
+    reason = "size [0-9]+ -> [0-9]+ bytes" if change == "append" else "modification time changed"
+    with pytest.raises(InvalidImageError, match=f"changed while it was read \\({reason}") as e:
+        imgproc.load_image(victim)
+    assert e.value.exit_code == 65 and e.value.path == str(victim)
+    from click.testing import CliRunner
+
+    from imgproc.cli import cli
+
+    r = CliRunner().invoke(cli, ["blur", str(folder), str(tmp_path / "out")])
+    assert r.exit_code == 1 and f"error: {victim}: changed while it was read" in r.stderr
+    assert os.listdir(tmp_path / "out") == ["a.png"]
+    r = CliRunner().invoke(cli, ["blur", str(victim), str(tmp_path / "one.png")])
+    assert r.exit_code == 65 and not (tmp_path / "one.png").exists()

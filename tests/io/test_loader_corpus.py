@@ -279,3 +279,29 @@ def test_a_truncated_retry_in_another_thread_does_not_hide_a_crc_error(corpus):
     retry.join(10)
     reader.join(10)
     assert "tEXt (CRC error)" in result["read"], result
+
+
+def test_float_tiff_out_of_range_read_raw_and_refused_by_the_command(tmp_path):
+    """Issue 46 item 3: a float TIFF of CT numbers (as Pillow's 10ct_32bit_128.tiff) exited 2
+    (a usage error) with NumPy advice and no path; a folder run gave 65. load_image returns
+    the values as tifffile and Pillow do; the command refuses the file with 65, naming it
+    and its range; a float TIFF within [0, 1] is still processed."""
+    import tifffile
+
+    ct = np.linspace(-1000, 3000, 32 * 40, dtype=np.float32).reshape(32, 40)
+    path = tmp_path / "in" / "ct.tif"
+    path.parent.mkdir()
+    tifffile.imwrite(path, ct)
+    np.testing.assert_array_equal(load(path)[0], tifffile.imread(path))
+    with Image.open(path) as im:
+        np.testing.assert_array_equal(load(path)[0], np.asarray(im))
+    r = run("blur", path, tmp_path / "o.png")
+    assert r.returncode == 65 and r.stderr.splitlines() == [
+        f"error: {path}: floating-point image with values -1000..3000, outside [0, 1]: its scale is unknown "
+        "(the command reads floats as 0..1 and writes round(255 x)); convert it to 0..1 or to 8/16-bit integers first"]
+    tifffile.imwrite(tmp_path / "in" / "unit.tif", (ct + 1000) / 4000)
+    r = run("blur", tmp_path / "in", tmp_path / "out", "--log-format", "json")
+    events = [json.loads(line) for line in r.stderr.splitlines()]
+    assert r.returncode == 1 and events[-1]["written"] == 1
+    assert [(f["path"], f["exit_code"]) for f in events[-1]["failures"]] == [(str(path), 65)]
+    assert sorted(os.listdir(tmp_path / "out")) == ["unit.tif"]
