@@ -12,8 +12,9 @@ size given as they are, batches of 64:
 * ``imgproc_first``: ``imgproc.recipes.imagenet_train()`` called on each batch as a list
   of images (:mod:`imgproc.pipeline.variable_size`), labels mixed (MixUp/CutMix): the
   first epoch, compilation included, and the XLA programs compiled (JAX's compile events;
-  the persistent compilation cache off). ``imgproc_steady``: the second epoch of the same
-  process.
+  the persistent compilation cache in an empty folder). ``imgproc_steady``: the second
+  epoch of the same process. ``imgproc_warm``: the first epoch of a second process with
+  that cache folder, as a later run on the machine (or another worker) has it.
 * ``albumentations``: ``A.Compose`` of ``RandomResizedCrop(224)``, ``HorizontalFlip``, a
   TrivialAugment-like ``OneOf`` (benchmarks/recipes.py), ``CoarseDropout`` and
   ``Normalize`` per image in one process; ``albumentations_2proc``: the same in 2 worker
@@ -177,9 +178,9 @@ def worker(kind: str, folder: str) -> None:
     print("RESULT " + json.dumps(result))
 
 
-def _in_process(kind: str, folder: Path) -> dict | None:
+def _in_process(kind: str, folder: Path, cache: str = "off") -> dict | None:
     r = subprocess.run([sys.executable, __file__, "--worker", kind, str(folder)], capture_output=True, text=True,
-                       env=command_env(IMGPROC_CACHE_DIR="off"))
+                       env=command_env(IMGPROC_CACHE_DIR=cache))
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     if r.returncode != 0 or not lines:
         print(f"{kind} failed: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
@@ -204,16 +205,24 @@ def run(quick: bool = False):
             kinds.append("torchvision")
         except ImportError:
             print("torchvision not installed: its row is left out")
+        cache = str(folder / "compilation-cache")  # empty: the first process compiles everything
         for kind in kinds:
-            result = _in_process(kind, folder)
+            result = _in_process(kind, folder, cache if kind == "imgproc" else "off")
             if result is None:
                 continue
             if kind == "imgproc":
                 rows.append(Row(group.id, "imgproc_first", "imgproc recipes.imagenet_train(), list of images: first "
-                                "epoch, compilation included", result["epoch0"], 1, images=n,
+                                "epoch, compilation included (cold cache)", result["epoch0"], 1, images=n,
                                 notes=f"{result['programs0']} programs compiled, {result['compile_seconds0']:.1f} s"))
                 rows.append(Row(group.id, "imgproc_steady", "imgproc, second epoch (steady state)", result["epoch1"], 1,
                                 images=n, notes=f"{result['programs1'] - result['programs0']} programs compiled"))
+                # a later run on the same machine (or another worker): the programs come from the
+                # persistent compilation cache the first process filled
+                warm = _in_process(kind, folder, cache)
+                if warm is not None:
+                    rows.append(Row(group.id, "imgproc_warm", "imgproc, first epoch of a later process (warm "
+                                    "compilation cache)", warm["epoch0"], 1, images=n,
+                                    notes=f"{warm['compile_seconds0']:.1f} s in compile events (cache loads)"))
             else:
                 label = {"albumentations": "albumentations, one process",
                          "albumentations_2proc": "albumentations, 2 worker processes",
