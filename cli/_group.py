@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
 
 import click
@@ -15,6 +17,7 @@ class ImgprocGroup(click.Group):
 
     * :class:`imgproc.errors.ImgprocError` -> ``error: PATH: reason``, its ``exit_code``;
     * ``KeyboardInterrupt`` -> ``error: interrupted``, 130;
+    * ``BrokenPipeError`` (the reader of the output closed it) -> nothing more, 141;
     * ``ValueError`` (a bad option value that click could not check) -> 2;
     * click's own exceptions (usage errors, ``ctx.exit``) pass through;
     * anything else -> one ``error: internal error: ...`` line, 70 (the traceback with
@@ -30,6 +33,11 @@ class ImgprocGroup(click.Group):
             self._exit_with(ctx, str(e), e.exit_code)
         except KeyboardInterrupt:
             self._exit_with(ctx, "interrupted", 130)
+        except BrokenPipeError:
+            # the reader closed the pipe (`imgproc ops | head`): stop quietly, 141 as a
+            # command killed by SIGPIPE; stdout goes nowhere so the exit's flush cannot fail
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(141)
         except ValueError as e:
             self._exit_with(ctx, str(e), 2)
         except Exception as e:  # noqa: BLE001 - the one place internal errors are reported

@@ -36,6 +36,7 @@ Exit codes:
   74   I/O error while writing (disk full)
   70   internal error (one line; the traceback with --debug)
   130  interrupted
+  141  the output pipe was closed by its reader (imgproc ops | head)
 """
 
 MODES = ("reflect", "mirror", "nearest", "wrap", "constant")

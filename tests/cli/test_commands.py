@@ -154,3 +154,12 @@ def test_installed_console_script(noisy, tmp_path):
     assert res.returncode == 0, res.stderr
     res = subprocess.run([exe, "denoise", str(tmp_path / "nope.jpg"), str(tmp_path / "o2.jpg")], capture_output=True, text=True)
     assert res.returncode == 66 and res.stderr.strip() == f"error: {tmp_path / 'nope.jpg'}: no such file"
+
+
+def test_a_reader_that_closes_the_pipe_stops_the_command_quietly():
+    """`imgproc ops | head -1` was an internal error (BrokenPipeError, exit 70)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "imgproc")
+    proc = subprocess.Popen([exe, "ops"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before the command (still starting) writes
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141 and err == ""
