@@ -17,8 +17,15 @@ size given as they are, batches of 64:
   that cache folder, as a later run on the machine (or another worker) has it.
 * ``albumentations``: ``A.Compose`` of ``RandomResizedCrop(224)``, ``HorizontalFlip``, a
   TrivialAugment-like ``OneOf`` (benchmarks/recipes.py), ``CoarseDropout`` and
-  ``Normalize`` per image in one process; ``albumentations_2proc``: the same in 2 worker
-  processes (a ``multiprocessing`` pool, decode in the workers, as a DataLoader does).
+  ``Normalize`` per image in one process; ``albumentations_2threads``: decode and
+  augmentation of each image in a pool of 2 threads (cv2 and Pillow release the GIL);
+  ``albumentations_2proc``: the same in 2 worker processes (a ``multiprocessing`` pool,
+  decode in the workers, as a DataLoader does).
+
+Decoding overlaps the computation for imgproc as for the threaded and multi-process
+albumentations rows: imgproc decodes the next batch in 2 threads while the recipe
+computes the current one (the recipe itself runs one slice of the batch per core),
+as a loader's workers would.
 * ``torchvision``: v2 ``RandomResizedCrop``, ``RandomHorizontalFlip``,
   ``TrivialAugmentWide``, ``ToDtype``, ``Normalize``, ``RandomErasing``, where installed.
 
@@ -38,13 +45,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from harness import Group, Row, command_env, print_group
+from harness import Group, Row, Target, command_env, cpu_seconds, group_table, print_group, targets_table
 
 BATCH = 64
+TARGETS = [
+    Target("Dataset epoch (every size different), steady state: ≥ 2× albumentations' images/s", group="dataset_epoch",
+           name="albumentations", baseline="imgproc_steady", at_least=2.0),
+    Target("Dataset epoch, first epoch with compilation (cold cache): ≥ 1× albumentations' images/s",
+           group="dataset_epoch", name="albumentations", baseline="imgproc_first", at_least=1.0),
+]
 N_IMAGES = 1000
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 NUM_CLASSES = 1000
@@ -97,17 +111,24 @@ def epoch_imgproc(paths, epochs: int) -> dict:
         lambda event, seconds, **_: compiles.append(seconds) if event == BACKEND_COMPILE_EVENT else None)
     recipe = imgproc.recipes.imagenet_train()
     labels = np.arange(len(paths)) % NUM_CLASSES
+    start_cpu = cpu_seconds()
     out = {}
-    for e in range(epochs):
-        t0 = time.perf_counter()
-        for b in range(0, len(paths), BATCH):
-            images = [decode(p) for p in paths[b:b + BATCH]]
-            idx = np.arange(b, b + len(images))
-            result = recipe(images, labels[idx], key=e, indices=idx, num_classes=NUM_CLASSES)
-            np.asarray(result["images"])
-        out[f"epoch{e}"] = time.perf_counter() - t0
-        out[f"programs{e}"] = len(compiles)
-        out[f"compile_seconds{e}"] = sum(compiles)
+    starts = range(0, len(paths), BATCH)
+    with ThreadPoolExecutor(2) as decoders:  # the next batch decodes while this one computes
+        for e in range(epochs):
+            t0 = time.perf_counter()
+            batches = [decoders.map(decode, paths[b:b + BATCH]) for b in starts[:1]]
+            for i, b in enumerate(starts):
+                images = list(batches[i])
+                if i + 1 < len(starts):
+                    batches.append(decoders.map(decode, paths[starts[i + 1]:starts[i + 1] + BATCH]))
+                idx = np.arange(b, b + len(images))
+                result = recipe(images, labels[idx], key=e, indices=idx, num_classes=NUM_CLASSES)
+                np.asarray(result["images"])
+            out[f"epoch{e}"] = time.perf_counter() - t0
+            out[f"programs{e}"] = len(compiles)
+            out[f"compile_seconds{e}"] = sum(compiles)
+            out[f"cpu{e}"] = cpu_seconds() - sum(out.get(f"cpu{k}", 0.0) for k in range(e)) - start_cpu
     return out
 
 
@@ -135,9 +156,13 @@ def _albumentations_one(path):
     return _WORKER_AUG(image=decode(path))["image"]
 
 
-def epoch_albumentations(paths, workers: int) -> dict:
-    t0 = time.perf_counter()
-    if workers == 1:
+def epoch_albumentations(paths, workers: int, threads: int = 1) -> dict:
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    if threads > 1:  # decode and augment each image in a thread pool (cv2 and Pillow release the GIL)
+        with ThreadPoolExecutor(threads) as pool:
+            for b in range(0, len(paths), BATCH):
+                np.stack(list(pool.map(_albumentations_one, paths[b:b + BATCH])))
+    elif workers == 1:
         for b in range(0, len(paths), BATCH):
             np.stack([_albumentations_one(p) for p in paths[b:b + BATCH]])
     else:
@@ -146,7 +171,7 @@ def epoch_albumentations(paths, workers: int) -> dict:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             for b in range(0, len(paths), BATCH):
                 np.stack(pool.map(_albumentations_one, paths[b:b + BATCH], chunksize=8))
-    return {"epoch0": time.perf_counter() - t0}
+    return {"epoch0": time.perf_counter() - t0, "cpu0": cpu_seconds() - c0}
 
 
 def epoch_torchvision(paths) -> dict:
@@ -171,6 +196,8 @@ def worker(kind: str, folder: str) -> None:
         result = epoch_albumentations(paths, 1)
     elif kind == "albumentations_2proc":
         result = epoch_albumentations(paths, 2)
+    elif kind == "albumentations_2threads":
+        result = epoch_albumentations(paths, 1, threads=2)
     elif kind == "torchvision":
         result = epoch_torchvision(paths)
     else:
@@ -188,17 +215,23 @@ def _in_process(kind: str, folder: Path, cache: str = "off") -> dict | None:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def run(quick: bool = False):
-    """``(groups, rows)``: each library's epoch in a fresh process, on the same JPEGs."""
+def _cpu_note(cpu_s: float, n: int) -> str:
+    return f"{1000 * cpu_s / n:.1f} ms of CPU per image"
+
+
+def run(quick: bool = False, out: Path | None = None):
+    """``(groups, rows)``: each library's epoch in a fresh process, on the same JPEGs;
+    with ``out``, its section of RESULTS.md (the table and the targets) written there."""
     n = 128 if quick else N_IMAGES
     group = Group("dataset_epoch", f"One epoch of {n} JPEGs of ImageNet's size spread (every size different), "
                   f"decode included, ImageNet training recipe, batches of {BATCH}, fresh process",
                   baseline="albumentations")
     rows = []
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="imgproc-dataset-") as tmp:
         folder = Path(tmp)
         make_dataset(folder, n)
-        kinds = ["imgproc", "albumentations", "albumentations_2proc"]
+        kinds = ["imgproc", "albumentations", "albumentations_2threads", "albumentations_2proc"]
         try:
             import torchvision  # noqa: F401
 
@@ -213,9 +246,11 @@ def run(quick: bool = False):
             if kind == "imgproc":
                 rows.append(Row(group.id, "imgproc_first", "imgproc recipes.imagenet_train(), list of images: first "
                                 "epoch, compilation included (cold cache)", result["epoch0"], 1, images=n,
-                                notes=f"{result['programs0']} programs compiled, {result['compile_seconds0']:.1f} s"))
+                                notes=f"{result['programs0']} programs compiled, {result['compile_seconds0']:.1f} s; "
+                                      + _cpu_note(result["cpu0"], n)))
                 rows.append(Row(group.id, "imgproc_steady", "imgproc, second epoch (steady state)", result["epoch1"], 1,
-                                images=n, notes=f"{result['programs1'] - result['programs0']} programs compiled"))
+                                images=n, notes=f"{result['programs1'] - result['programs0']} programs compiled; "
+                                                + _cpu_note(result["cpu1"], n)))
                 # a later run on the same machine (or another worker): the programs come from the
                 # persistent compilation cache the first process filled
                 warm = _in_process(kind, folder, cache)
@@ -225,10 +260,19 @@ def run(quick: bool = False):
                                     notes=f"{warm['compile_seconds0']:.1f} s in compile events (cache loads)"))
             else:
                 label = {"albumentations": "albumentations, one process",
+                         "albumentations_2threads": "albumentations, 2 threads",
                          "albumentations_2proc": "albumentations, 2 worker processes",
                          "torchvision": "torchvision v2, one process"}[kind]
-                rows.append(Row(group.id, kind, label, result["epoch0"], 1, images=n))
+                rows.append(Row(group.id, kind, label, result["epoch0"], 1, images=n, notes=_cpu_note(result["cpu0"], n)))
     print_group(group, rows)
+    if out is not None:
+        Path(out).write_text("\n".join([
+            group_table(group, rows), "",
+            f"Measured {time.strftime('%Y-%m-%d')} by `python benchmarks/dataset_epoch.py` (part of `make bench`), "
+            f"load average {load[0]:.1f} before and {os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores (above "
+            "the core count, other work shared the machine: wall times are inflated, the CPU time per image much "
+            "less); where the time goes and why a target is missed: benchmarks/NOTES.md, \"Real datasets\".", "",
+            "### Targets", "", targets_table(TARGETS, rows)]) + "\n")
     return [group], rows
 
 
@@ -241,4 +285,4 @@ if __name__ == "__main__":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         worker(*args.worker)
     else:
-        run(args.quick)
+        run(args.quick, out=None if args.quick else Path(__file__).with_name("RESULTS_DATASET.md"))
