@@ -27,7 +27,8 @@ Example:
 """
 
 # The modules whose import registers the ops (imgproc.augment imports each of its modules).
-_OP_FAMILIES = ("imgproc.filters.convolution", "imgproc.filters.linear", "imgproc.restoration", "imgproc.augment")
+_OP_FAMILIES = ("imgproc.filters.convolution", "imgproc.filters.linear", "imgproc.filters.derivatives",
+                "imgproc.restoration", "imgproc.augment")
 
 # Public names that are not ops: module -> names ("public=internal" where they differ).
 _NAMES = {
