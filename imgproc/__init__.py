@@ -40,6 +40,7 @@ _NAMES = {
     "imgproc.cpu": ("release_output_buffers=release", "reuse_host_memory"),
     "imgproc.io.codec": ("decode_image", "encode_image", "load_image", "save_image"),
     "imgproc.metrics": ("psnr", "ssim"),
+    "imgproc.filters.threshold": ("threshold_otsu",),
     "imgproc.restoration": ("estimate_sigma", "impulse_fraction"),
     "imgproc.augment": ("DETERMINISTIC_OPS", "RANDOM_OPS"),
     "imgproc.augment.choice": ("STRATEGIES", "default_strategy"),
