@@ -35,6 +35,7 @@ import augment  # noqa: E402
 import dataset_epoch  # noqa: E402
 import folder  # noqa: E402
 import large_kernels  # noqa: E402
+import morphology  # noqa: E402
 import recipes  # noqa: E402
 from harness import (Case, Group, Target, command_env, load, print_group, save, tables, targets_table,  # noqa: E402
                      time_group)
@@ -245,6 +246,17 @@ TARGETS = [
 ] + [
     Target("Box 5×5, 2048²×3, eager on NumPy: ≤ 1.0× OpenCV's time", group="box5_2048", name="imgproc_eager",
            baseline="opencv", at_most=1.0),
+] + [
+    target
+    for op in ("erosion", "opening")
+    for k in morphology.SIZES
+    for target in (
+        Target(f"{op.capitalize()} {k}×{k} square, 2048²×3 uint8, eager on NumPy: ≤ 1.5× OpenCV's time",
+               group=f"{op}{k}_2048_u8", name="imgproc_eager", baseline="opencv", at_most=1.5),
+        Target(f"{op.capitalize()} {k}×{k}: ≥ 10× faster than scipy.ndimage (eager call)", group=f"{op}{k}_2048_u8",
+               name="scipy", baseline="imgproc_eager", at_least=10, fmt="{:.1f}×"),
+    )
+] + [
     Target("Denoise pipeline (chapter), NumPy in: ≤ 1.5× OpenCV GaussianBlur + filter2D", group="denoise_2048",
            name="imgproc_eager", baseline="opencv", at_most=1.5),
     Target("`imgproc denoise` 12 MP JPEG, warm: ≤ 2× the OpenCV script's time", group="command_denoise_12mp",
@@ -302,7 +314,7 @@ def write_results(groups, rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
-    parser.add_argument("--only", default="filters,command,augment,recipes,dataset,folder,denoise")
+    parser.add_argument("--only", default="filters,morphology,command,augment,recipes,dataset,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -317,6 +329,7 @@ def main():
     benchmarks = {
         "filters": lambda: filter_benchmarks(args.quick),
         "reuse": lambda: reuse_host_memory_benchmarks(args.quick),
+        "morphology": lambda: morphology.run(args.quick),
         "command": lambda: command_benchmark(args.quick),
         "augment": lambda: augment.run(args.quick),
         "recipes": lambda: recipes.run(args.quick),

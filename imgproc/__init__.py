@@ -27,7 +27,8 @@ Example:
 """
 
 # The modules whose import registers the ops (imgproc.augment imports each of its modules).
-_OP_FAMILIES = ("imgproc.filters.convolution", "imgproc.filters.linear", "imgproc.restoration", "imgproc.augment")
+_OP_FAMILIES = ("imgproc.filters.convolution", "imgproc.filters.linear", "imgproc.filters.derivatives",
+                "imgproc.filters.morphology",                 "imgproc.restoration", "imgproc.augment")
 
 # Public names that are not ops: module -> names ("public=internal" where they differ).
 _NAMES = {
@@ -39,6 +40,7 @@ _NAMES = {
     "imgproc.cpu": ("release_output_buffers=release", "reuse_host_memory"),
     "imgproc.io.codec": ("decode_image", "encode_image", "load_image", "save_image"),
     "imgproc.metrics": ("psnr", "ssim"),
+    "imgproc.filters.threshold": ("threshold_otsu",),
     "imgproc.restoration": ("estimate_sigma", "impulse_fraction"),
     "imgproc.augment": ("DETERMINISTIC_OPS", "RANDOM_OPS"),
     "imgproc.augment.choice": ("STRATEGIES", "default_strategy"),

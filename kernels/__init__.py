@@ -33,11 +33,13 @@ __all__ = [
     "box",
     "gaussian",
     "gaussian_1d",
+    "gaussian_derivative_1d",
     "gaussian_radius",
     "sharpen",
     "emboss",
     "laplacian",
     "sobel",
+    "prewitt",
     "identity",
     "combine",
     "factor",
@@ -80,6 +82,46 @@ def gaussian_1d(sigma: float, *, size: int | None = None, truncate: float = 4.0)
     x = np.arange(-radius, radius + 1, dtype=np.float64)
     k = np.exp(-0.5 * (x / s) ** 2)
     return rebalance((k / k.sum()).astype(np.float32))
+
+
+def gaussian_derivative_1d(sigma: float, order: int, *, size: int | None = None,
+                           truncate: float = 4.0) -> np.ndarray:
+    """1-D correlation weights of the ``order``-th derivative of a Gaussian: what
+    ``scipy.ndimage.gaussian_filter1d(x, sigma, order=order)`` correlates with (scipy's
+    ``_gaussian_kernel1d`` reversed). ``order=0`` is :func:`gaussian_1d`; ``sigma == 0``
+    gives the identity for every order (scipy skips such an axis).
+
+    Length ``2 * int(truncate * sigma + 0.5) + 1`` unless ``size`` (odd) is given.
+
+    Example:
+        >>> from imgproc import kernels
+        >>> kernels.gaussian_derivative_1d(1.0, 1, size=3).round(4)  # a central difference, smoothed
+        array([-0.2741,  0.    ,  0.2741], dtype=float32)
+    """
+    s = _check_sigma(sigma)
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 0:
+        raise ValueError(f"order must be a non-negative integer; got {order!r}")
+    if order == 0 or s == 0:
+        return gaussian_1d(s, size=size, truncate=truncate)
+    radius = gaussian_radius(s, truncate) if size is None else check_odd("size", size) // 2
+    return gaussian_derivative_taps(np.arange(-radius, radius + 1, dtype=np.float64), s, int(order), np)[::-1].astype(
+        np.float32)
+
+
+def gaussian_derivative_taps(x, sigma, order: int, xp):
+    """scipy's ``_gaussian_kernel1d(sigma, order, radius)`` at the offsets ``x`` (not
+    reversed), in the array module ``xp`` (NumPy, or ``jax.numpy`` for a traced ``sigma``):
+    the normalised Gaussian times the polynomial that its ``order``-th derivative brings,
+    found as scipy does (``q' = D q + P q``, applied ``order`` times)."""
+    sigma2 = sigma * sigma
+    phi = xp.exp(-0.5 * x * x / sigma2)
+    phi = phi / xp.sum(phi)
+    q = [1.0] + [0.0] * order  # coefficients of x**0 .. x**order
+    for _ in range(order):  # q' = D q (the derivative) + P q (times the Gaussian's -x / sigma2)
+        q = [(k + 1) * q[k + 1] * (k < order) - (q[k - 1] / sigma2 if k > 0 else 0.0) for k in range(order)] + \
+            [-q[order - 1] / sigma2]
+    poly = sum(c * x ** k for k, c in enumerate(q))
+    return poly * phi
 
 
 def rebalance(weights: np.ndarray) -> np.ndarray:
@@ -166,6 +208,20 @@ def sobel(axis: int) -> np.ndarray:
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 (vertical derivative) or 1 (horizontal); got {axis!r}")
     k = np.outer([-1.0, 0.0, 1.0], [1.0, 2.0, 1.0]).astype(np.float32)
+    return k if axis == 0 else np.ascontiguousarray(k.T)
+
+
+def prewitt(axis: int) -> np.ndarray:
+    """3×3 Prewitt derivative along ``axis`` (0: rows/vertical, 1: columns/horizontal):
+    ``[-1, 0, 1]`` along the axis, ``[1, 1, 1]`` across it; sums to 0.
+
+    Correlating with it equals ``scipy.ndimage.prewitt(x, axis)`` on a 2-D image (away
+    from a ``"constant"`` border with ``cval != 0``, where scipy pads its intermediate
+    result with ``cval`` again; :func:`imgproc.prewitt` matches that too).
+    """
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 (vertical derivative) or 1 (horizontal); got {axis!r}")
+    k = np.outer([-1.0, 0.0, 1.0], [1.0, 1.0, 1.0]).astype(np.float32)
     return k if axis == 0 else np.ascontiguousarray(k.T)
 
 

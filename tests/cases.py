@@ -28,6 +28,7 @@ class Case:
     keeps_mean: bool = False  # a constant image stays constant
     identity_options: dict | None = None  # options that make it the identity
     separable: bool = False  # has a single separable term: every lowering applies
+    float_out: bool = False  # float32 out for every input dtype (the derivative filters)
 
 # a weight at the centre plus an asymmetric rank-1 kernel: factor() gives the centre term
 # (applied without a pass) and one separable term
@@ -120,6 +121,52 @@ CASES = [
         lambda x, **o: imgproc.unsharp_mask(x, sigma=1.0, amount=0.7, **o),
         lambda p, mode, cval: p + 0.7 * (p - ndi.gaussian_filter(p, 1.0, mode=mode, cval=cval)),
         keeps_mean=True,
+    ),
+    Case(  # scipy's gaussian_filter(order=): a derivative along the columns, the dtype kept
+        "gaussian_blur_order",
+        lambda x, **o: imgproc.gaussian_blur(x, 1.3, order=(0, 1), **o),
+        lambda p, mode, cval: ndi.gaussian_filter(p, 1.3, order=(0, 1), mode=mode, cval=cval),
+    ),
+    Case(  # per-axis sigma and order; with mode="constant" scipy pads each pass's input with cval
+        "gaussian_blur_order_per_axis",
+        lambda x, **o: imgproc.gaussian_blur(x, (0.8, 2.0), order=(2, 1), **o),
+        lambda p, mode, cval: ndi.gaussian_filter(p, (0.8, 2.0), order=(2, 1), mode=mode, cval=cval),
+    ),
+    Case(
+        "sobel_rows",
+        lambda x, **o: imgproc.sobel(x, 0, **o),
+        lambda p, mode, cval: ndi.sobel(p, 0, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(  # the columns' difference pass runs first in scipy: its border fix is along the rows
+        "sobel_cols",
+        lambda x, **o: imgproc.sobel(x, 1, **o),
+        lambda p, mode, cval: ndi.sobel(p, 1, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(
+        "prewitt_cols",
+        lambda x, **o: imgproc.prewitt(x, -1, **o),
+        lambda p, mode, cval: ndi.prewitt(p, -1, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(
+        "laplace",
+        lambda x, **o: imgproc.laplace(x, **o),
+        lambda p, mode, cval: ndi.laplace(p, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(  # two separable terms (rows'' and cols'' second derivatives)
+        "gaussian_laplace",
+        lambda x, **o: imgproc.gaussian_laplace(x, 1.4, **o),
+        lambda p, mode, cval: ndi.gaussian_laplace(p, 1.4, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(
+        "gaussian_gradient_magnitude",
+        lambda x, **o: imgproc.gaussian_gradient_magnitude(x, (1.0, 1.6), **o),
+        lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (1.0, 1.6), mode=mode, cval=cval),
+        float_out=True,
     ),
     Case(  # 13 taps: the blur's last pass runs on its own before the combination (keep)
         "unsharp_mask_wide",

@@ -182,7 +182,7 @@ NOT_STAGES = {
     "mixup": "a batch op on images and labels", "cutmix": "a batch op on images and labels",
     "mix_batch": "a batch op on images and labels", "rgb_to_ycbcr": "a colour-space conversion (YCbCr out)",
     "ycbcr_to_rgb": "a colour-space conversion (YCbCr in)", "rgb_to_lab": "a colour-space conversion (Lab out)",
-    "lab_to_rgb": "a colour-space conversion (Lab in)",
+    "lab_to_rgb": "a colour-space conversion (Lab in)", "threshold_otsu": "returns a threshold, not an image",
 }
 PUBLIC_FUNCTIONS = sorted(
     n for n in imgproc.__all__ if inspect.isfunction(getattr(imgproc, n))

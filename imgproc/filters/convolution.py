@@ -490,15 +490,22 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
     return method, kernel, ()
 
 
-def apply_plan(image, plan, *, mode, cval, layout, hints=None):
-    """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage."""
+def apply_plan(image, plan, *, mode, cval, layout, hints=None, fixes=None):
+    """Validate ``image``/``mode`` eagerly, then run the planned correlation as one stage.
+    ``fixes``: ``(axis, first, second)`` per separable term for scipy's per-axis
+    ``"constant"`` border (:func:`per_axis_border`); None: the 2-D border."""
     # the stage is an IntoBuffer program; a NumPy image it reads where it is is checked
     # while the program computes, before the result is handed over
     image, layout, finish_check = check_image(image, layout, read_in_place=True, check_later=True)
     mode = check_mode(mode)
     method, kernel, terms = plan
     traced = {"kernel": kernel, "terms": terms, "cval": jnp.asarray(cval, jnp.float32)}
-    out = apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)
+    if fixes:
+        traced["fixes"] = tuple((first, second) for _, first, second in fixes)
+        out = apply_stage(scipy_passes_body, image, layout, traced, hints=hints, mode=mode, method=method,
+                          axes=tuple(axis for axis, _, _ in fixes))
+    else:
+        out = apply_stage(correlate_body, image, layout, traced, hints=hints, mode=mode, method=method)
     finish_check()
     return out
 
@@ -507,6 +514,51 @@ def _filter(image, kernel, *, mode, cval, layout, method, hints, terms=None):
     """Shared entry of correlate/convolve: plan eagerly, then :func:`apply_plan`."""
     plan = plan_lowering(kernel, terms=terms, method=method, hints=hints)
     return apply_plan(image, plan, mode=mode, cval=cval, layout=layout, hints=hints)
+
+
+def outside_sums(n: int, weights):
+    """For each position of an axis of length ``n``: the sum of the centred 1-D correlation
+    ``weights`` (odd length; NumPy, or traced) that fall outside ``[0, n)``."""
+    r = len(weights) // 2
+    reach = np.arange(n)[:, None] + np.arange(-r, r + 1)[None, :]
+    outside = ((reach < 0) | (reach >= n)).astype(np.float32)  # static: (n, 2r + 1)
+    if is_concrete(weights):
+        return outside @ np.asarray(weights, np.float32)
+    return jnp.dot(jnp.asarray(outside), jnp.asarray(weights, jnp.float32), precision=_HIGHEST)
+
+
+def per_axis_border(y, cval, fixes, mode):
+    """``y``, a correlation of the ``(B, H, W, C)`` image computed with ``mode="constant"``'s
+    2-D semantics (outside the image is ``cval``), turned into scipy's result when it
+    applies a separable kernel as 1-D passes one axis after the other, each padding *its
+    own input* with ``cval`` (``sobel``, ``prewitt``, ``gaussian_filter`` with ``order``).
+
+    The two differ only in what the second pass reads outside the image: ``cval`` for
+    scipy, ``cval * sum(first)`` in 2-D. ``fixes`` lists ``(axis, first, second)`` for each
+    separable term: the axis of the second pass (1: H, 2: W), and the first and second
+    passes' weights; the result gains ``cval * (1 - sum(first)) * outside_sums(second)``
+    along that axis. Nothing changes for other modes or kernels whose first pass sums to 1
+    (a Gaussian, a box)."""
+    if mode != "constant":
+        return y
+    for axis, first, second in fixes:
+        gain = (1.0 - float(np.sum(np.asarray(first, np.float64)))) if is_concrete(first) else \
+            1.0 - jnp.sum(jnp.asarray(first, jnp.float32))
+        shape = [1] * y.ndim
+        shape[axis] = y.shape[axis]
+        y = y + (cval * gain) * jnp.reshape(outside_sums(y.shape[axis], second), shape).astype(y.dtype)
+    return y
+
+
+def scipy_passes_body(x, kernel, terms, cval, fixes, *, mode, method, axes, in_place, finish, float_rows):
+    """:func:`correlate_body` with scipy's per-axis ``"constant"`` border
+    (:func:`per_axis_border`; ``fixes`` are ``(first, second)`` pairs, ``axes`` their static
+    axes)."""
+    if mode != "constant":
+        return correlate_body(x, kernel, terms, cval, mode=mode, method=method, in_place=in_place, finish=finish,
+                              float_rows=float_rows)
+    y = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, float_rows=float_rows)
+    return per_axis_border(y, cval, [(a, f, s) for a, (f, s) in zip(axes, fixes)], mode)
 
 
 def _outer_sum(terms):

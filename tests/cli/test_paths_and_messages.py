@@ -259,3 +259,19 @@ def test_progress_bar_columns_are_labelled(monkeypatch):
         assert not any(type(c).__name__ == "TimeRemainingColumn" for c in rep.bar.columns)
     finally:
         rep.bar.stop()
+
+
+def test_morphology_and_derivatives_run_from_the_command_line(folder, tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps([{"op": "opening", "footprint": "disk", "size": 5},
+                                {"op": "morphological_gradient", "size": 3}]))
+    assert run("run", spec, folder / "a.png", tmp_path / "out.png")[0] == 0
+    x = imgproc.load_image(folder / "a.png")
+    want = imgproc.morphological_gradient(imgproc.opening(x, footprint="disk", size=5), size=3)
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "out.png"), want)
+    code, out, _ = run("ops")
+    assert code == 0
+    for name in ("erosion", "dilation", "opening", "closing", "white_tophat", "black_tophat", "binary_erosion",
+                 "sobel", "prewitt", "laplace", "gaussian_laplace", "gaussian_gradient_magnitude"):
+        assert f"\n{name}: " in out
+    assert "sobel: axis*, cval, method, mode" in out

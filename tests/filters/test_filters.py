@@ -43,6 +43,11 @@ def test_float32_parity_every_mode_and_layout(case, mode, layout, rng):
 def test_uint8_within_one_level(case, mode, rng, strict_promotion):
     hwc = rng.integers(0, 256, (21, 18, 3)).astype(np.uint8)
     got = np.asarray(case.call(hwc, mode=mode, cval=40.0))
+    if case.float_out:  # signed values in the image's units, not wrapped around as scipy's uint8
+        assert got.dtype == np.float32
+        ref = reference(case, hwc, mode, 40.0)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6 * max(1.0, np.abs(ref).max()))
+        return
     assert got.dtype == np.uint8
     ref = np.clip(np.round(reference(case, hwc, mode, 40.0)), 0, 255)
     assert np.abs(got.astype(int) - ref).max() <= 1
@@ -53,22 +58,28 @@ def test_uint8_within_one_level(case, mode, rng, strict_promotion):
 def test_other_dtypes(case, dtype, rng, strict_promotion):
     if dtype == "uint16":
         x = rng.integers(0, 65536, (16, 17, 2)).astype(np.uint16)
-        ref = np.clip(np.round(reference(case, x, "reflect")), 0, 65535)
         got = np.asarray(case.call(x))
+        if case.float_out:
+            assert got.dtype == np.float32
+            ref = reference(case, x, "reflect")
+            np.testing.assert_allclose(got, ref, rtol=0, atol=2e-6 * max(1.0, np.abs(ref).max()))
+            return
+        ref = np.clip(np.round(reference(case, x, "reflect")), 0, 65535)
         assert got.dtype == np.uint16
         assert np.abs(got.astype(np.int64) - ref).max() <= 1
         return
     x32 = rng.random((16, 17, 2), dtype=np.float32)
     x = jnp.asarray(x32, dtype)
     got = case.call(x)
-    assert got.dtype == jnp.dtype(dtype)
+    assert got.dtype == (jnp.float32 if case.float_out else jnp.dtype(dtype))
     ref = reference(case, np.asarray(x.astype(jnp.float32)), "reflect")
     eps = float(jnp.finfo(dtype).eps)
     np.testing.assert_allclose(np.asarray(got.astype(jnp.float32)), ref, atol=4 * eps * max(1.0, np.abs(ref).max()))
 
 
 METHOD_CASES = [c for c in CASES if c.name in ("correlate", "correlate_centre_plus_rank1", "convolve", "gaussian_blur",
-                                                "box_blur", "sharpen")]
+                                                "box_blur", "sharpen", "gaussian_blur_order_per_axis", "sobel_cols",
+                                                "gaussian_laplace")]
 
 
 @pytest.mark.parametrize("case", METHOD_CASES, ids=[c.name for c in METHOD_CASES])
@@ -117,6 +128,54 @@ def test_sigma_zero_is_identity(rng):
     np.testing.assert_array_equal(np.asarray(imgproc.unsharp_mask(x, sigma=0.0)), x)
     np.testing.assert_array_equal(np.asarray(imgproc.unsharp_mask(x, amount=0.0)), x)
     np.testing.assert_array_equal(np.asarray(imgproc.box_blur(x, 1)), x)
+
+
+DERIVATIVES = {
+    "sobel": lambda x, **o: imgproc.sobel(x, 0, **o),
+    "prewitt": lambda x, **o: imgproc.prewitt(x, 1, **o),
+    "laplace": imgproc.laplace,
+    "gaussian_laplace": lambda x, **o: imgproc.gaussian_laplace(x, 1.0, **o),
+    "gaussian_gradient_magnitude": lambda x, **o: imgproc.gaussian_gradient_magnitude(x, 1.0, **o),
+    "gaussian_blur_order": lambda x, **o: imgproc.gaussian_blur(x, 1.0, order=(1, 2), **o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DERIVATIVES))
+@pytest.mark.parametrize("mode", ["reflect", "wrap", "nearest", "mirror"])
+def test_derivatives_of_a_constant_image_are_zero(name, mode):
+    x = np.full((9, 10, 3), 0.375, np.float32)
+    # scipy's second-derivative weights sum to about -7e-5 (sigma 1), not 0: so do these
+    np.testing.assert_allclose(np.asarray(DERIVATIVES[name](x, mode=mode)), 0.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["sobel", "prewitt", "laplace", "gaussian_laplace", "gaussian_gradient_magnitude"])
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float16", "bfloat16", "float32"])
+def test_derivative_filters_return_float32_for_every_dtype(name, dtype):
+    """Signed values in the image's units: a falling uint8 edge stays negative (scipy's
+    uint8 result would wrap it around to a large positive value)."""
+    x = np.tile(np.arange(8)[::-1, None] * 30, (1, 6)).astype(np.float32)  # falls down the rows
+    got = DERIVATIVES[name](jnp.asarray(x, dtype))
+    assert got.dtype == jnp.float32
+    ref = DERIVATIVES[name](x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=0, atol=1e-4)
+    if name in ("sobel", "prewitt"):
+        assert float(DERIVATIVES[name](x.astype(np.uint8))[4, 3]) <= 0  # prewitt's axis 1: 0 here
+    pipe = imgproc.Pipeline([{"op": name, **({"axis": 0} if name in ("sobel", "prewitt") else {}),
+                              **({"sigma": 1.0} if name.startswith("gaussian") else {})}])
+    out = pipe(x.astype(np.uint8))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, np.asarray(DERIVATIVES[name](x.astype(np.uint8))) if name != "prewitt"
+                               else np.asarray(imgproc.prewitt(x.astype(np.uint8), 0)), atol=1e-3)
+
+
+def test_traced_sigma_of_the_gaussian_derivatives(rng):
+    x = _image(rng, 13, 15, 2)
+    for op, order in ((imgproc.gaussian_laplace, None), (imgproc.gaussian_gradient_magnitude, None),
+                      (imgproc.gaussian_blur, (1, 2))):
+        opts = {} if order is None else {"order": order}
+        traced = jax.jit(lambda im, s: op(im, s, size=7, mode="constant", cval=0.5, **opts))(x, 1.2)
+        eager = op(x, 1.2, size=7, mode="constant", cval=0.5, **opts)
+        np.testing.assert_allclose(np.asarray(traced), np.asarray(eager), atol=1e-5)
 
 
 def test_traced_sigma_does_not_recompile(rng):
@@ -184,6 +243,15 @@ def test_traced_sigma_needs_size():
         (lambda x: imgproc.edges(x.astype(np.int32)), "uint8, uint16, float16, bfloat16, float32"),
         (lambda x: imgproc.edges(x[None, None]), "2 \\(HW\\), 3 \\(HWC\\) or 4 \\(NHWC\\)"),
         (lambda x: imgproc.edges(x[:0]), "must not be empty"),
+        (lambda x: imgproc.sobel(x, 2), r"axis must be one of 0 \(rows: vertical derivative\), 1 \(columns"),
+        (lambda x: imgproc.prewitt(x, True), "axis must be one of 0"),
+        (lambda x: imgproc.sobel(x.astype(np.int32), 0), "uint8, uint16, float16, bfloat16, float32"),
+        (lambda x: imgproc.laplace(x, mode="symmetric"), "reflect, mirror, nearest, wrap, constant"),
+        (lambda x: imgproc.gaussian_blur(x, 1.0, order=-1), "order must be a non-negative integer or a pair"),
+        (lambda x: imgproc.gaussian_blur(x, 1.0, order=(1, 0.5)), "order must be a non-negative integer"),
+        (lambda x: imgproc.gaussian_laplace(x, -1.0), r"sigma must be a finite number in \[0, inf\)"),
+        (lambda x: imgproc.gaussian_gradient_magnitude(x, 1.0, size=4), "odd integer"),
+        (lambda x: imgproc.gaussian_gradient_magnitude(x, 1.0, cval=float("nan")), "cval must be a finite number"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(call, match):

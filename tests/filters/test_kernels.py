@@ -129,3 +129,25 @@ def test_factor_keeps_svd_terms_without_a_centre_plus_rank1_form():
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.3])
+@pytest.mark.parametrize("order", [0, 1, 2, 3])
+def test_gaussian_derivative_weights_are_scipys(sigma, order):
+    w = kernels.gaussian_derivative_1d(sigma, order)
+    r = w.size // 2
+    impulse = np.zeros(2 * r + 1)
+    impulse[r] = 1.0  # correlating an impulse with w gives w reversed
+    ref = ndi.gaussian_filter1d(impulse, sigma, order=order, mode="constant")[::-1]
+    assert w.dtype == np.float32
+    np.testing.assert_allclose(w, ref, rtol=0, atol=1e-7)
+    assert kernels.gaussian_derivative_1d(0.0, order).tolist() == [1.0]  # sigma 0: the axis is skipped
+
+
+def test_prewitt_kernel_is_scipys():
+    x = np.random.default_rng(0).random((7, 8))
+    for axis in (0, 1):
+        np.testing.assert_allclose(ndi.correlate(x, kernels.prewitt(axis).astype(np.float64), mode="nearest"),
+                                   ndi.prewitt(x, axis, mode="nearest"), atol=1e-12)
+    with pytest.raises(ValueError, match="axis must be 0"):
+        kernels.prewitt(2)

@@ -1,0 +1,171 @@
+"""Morphology from its shared table (tests/morphology_cases.py): scipy.ndimage parity bit
+for bit in every mode, footprint, layout and dtype; jit equals eager; vmap equals a loop;
+the order properties; bad arguments refused naming the allowed values."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import imgproc
+from cases import from_layout, to_layout
+from morphology_cases import BINARY, FOOTPRINTS, GREY, grey_reference, per_plane, scipy_footprint
+
+MODES = imgproc.MODES
+
+
+@pytest.mark.parametrize("footprint", sorted(FOOTPRINTS))
+@pytest.mark.parametrize("name", sorted(GREY))
+def test_grey_ops_equal_scipy_bit_for_bit(name, footprint, rng):
+    options = FOOTPRINTS[footprint]
+    for dtype, cval in ((np.uint8, 40.0), (np.float32, 0.625)):
+        x = rng.integers(0, 256, (11, 13)).astype(dtype)
+        if dtype == np.float32:
+            x /= 255
+        for mode in MODES:
+            got = np.asarray(getattr(imgproc, name)(x, mode=mode, cval=cval, **options))
+            want = grey_reference(name, x, options, mode, cval)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {footprint} {mode} {dtype.__name__}")
+
+
+@pytest.mark.parametrize("layout", imgproc.LAYOUTS)
+def test_every_layout(layout, rng):
+    hwc = rng.integers(0, 256, (9, 10, 3)).astype(np.uint8)
+    x = to_layout(hwc, layout)
+    got = imgproc.opening(x, footprint="disk", size=5, mode="mirror",
+                          layout=layout if layout in ("CHW", "NCHW") else None)
+    assert got.shape == x.shape and got.dtype == np.uint8
+    src = from_layout(x, layout)
+    ref = lambda im: per_plane(lambda p: ndi.grey_opening(p, footprint=scipy_footprint(FOOTPRINTS["disk5"]),
+                                                          mode="mirror"), im)
+    want = np.stack([ref(im) for im in src]) if src.ndim == 4 else ref(src)
+    np.testing.assert_array_equal(from_layout(np.asarray(got), layout), want)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "float16", "bfloat16"])
+def test_other_dtypes_are_exact(dtype, rng):
+    x = jnp.asarray(rng.integers(0, 65536, (8, 9, 2)) if dtype == "uint16" else rng.random((8, 9, 2)), dtype)
+    plane = np.asarray(x.astype(jnp.float32)) if dtype != "uint16" else np.asarray(x)
+    for name in ("erosion", "dilation", "closing"):  # order statistics: exact in any dtype
+        got = getattr(imgproc, name)(x, size=(3, 2), mode="nearest")
+        assert got.dtype == jnp.dtype(dtype)
+        want = per_plane(lambda p: grey_reference(name, p, {"size": (3, 2)}, "nearest"), plane)
+        np.testing.assert_array_equal(np.asarray(got.astype(jnp.float32)), want.astype(np.float32))
+    # a difference is taken in the image's dtype, as scipy takes it in the input's
+    closed = imgproc.closing(x, size=(3, 2), mode="nearest")
+    got = imgproc.black_tophat(x, size=(3, 2), mode="nearest")
+    want = (closed.astype(jnp.int32) - x.astype(jnp.int32)).astype(x.dtype) if dtype == "uint16" else closed - x
+    np.testing.assert_array_equal(np.asarray(got.astype(jnp.float32)), np.asarray(want.astype(jnp.float32)))
+
+
+ALL_OPS = sorted(GREY) + sorted(BINARY)
+
+
+@pytest.mark.parametrize("name", ALL_OPS)
+def test_jit_equals_eager_and_vmap_equals_a_loop(name, rng):
+    batch = rng.integers(0, 256, (3, 10, 12, 2)).astype(np.uint8)
+    op = getattr(imgproc, name)
+    eager = np.asarray(op(batch, footprint="disk", size=3))
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda b: op(b, footprint="disk", size=3))(batch)), eager)
+    mapped = np.asarray(jax.vmap(lambda im: op(im, footprint="disk", size=3))(batch))
+    np.testing.assert_array_equal(mapped, np.stack([np.asarray(op(im, footprint="disk", size=3)) for im in batch]))
+    np.testing.assert_array_equal(mapped, eager)
+
+
+@pytest.mark.parametrize("footprint", sorted(FOOTPRINTS) + ["default"])
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_ops_equal_scipy(name, footprint, rng):
+    options = FOOTPRINTS.get(footprint, {})
+    x = rng.random((12, 14)) > 0.35
+    for border_value in (0, 1):
+        for iterations in (1, 2):
+            got = np.asarray(getattr(imgproc, name)(x, border_value=border_value, iterations=iterations, **options))
+            want = BINARY[name](x, structure=scipy_footprint(options), border_value=border_value,
+                                iterations=iterations)
+            assert got.dtype == bool
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {footprint} {border_value} {iterations}")
+
+
+def test_binary_ops_on_other_dtypes_give_max_value_where_set(rng):
+    x = rng.random((9, 11, 3)) > 0.5
+    want = np.stack([ndi.binary_closing(x[..., c]) for c in range(3)], -1)
+    for dtype, on in ((np.uint8, 255), (np.uint16, 65535), (np.float32, 1.0)):
+        got = np.asarray(imgproc.binary_closing(x.astype(dtype) * np.asarray(7, dtype)))  # nonzero is set
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want.astype(dtype) * np.asarray(on, dtype))
+    assert float(np.asarray(imgproc.binary_dilation(x.astype(np.float32), max_value=0.5)).max()) == 0.5
+    # in a pipeline on uint8 images a set pixel is 255, as when called on them
+    pipe = imgproc.Pipeline([{"op": "binary_opening", "size": 3}, {"op": "binary_dilation", "footprint": "cross"}])
+    u8 = x.astype(np.uint8) * 255
+    np.testing.assert_array_equal(pipe(u8), imgproc.binary_dilation(imgproc.binary_opening(u8, size=3),
+                                                                     footprint="cross"))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap"])
+def test_order_properties(mode, rng):
+    """erosion <= opening <= x <= closing <= dilation (a symmetric footprint), opening and
+    closing are idempotent, and erosion is dilation's dual on floats."""
+    x = rng.random((12, 13, 2)).astype(np.float32)
+    fp = {"footprint": "disk", "size": 5, "mode": mode}
+    ero, dil = np.asarray(imgproc.erosion(x, **fp)), np.asarray(imgproc.dilation(x, **fp))
+    op, cl = np.asarray(imgproc.opening(x, **fp)), np.asarray(imgproc.closing(x, **fp))
+    assert (ero <= op).all() and (op <= x).all() and (x <= cl).all() and (cl <= dil).all()
+    np.testing.assert_array_equal(np.asarray(imgproc.opening(op, **fp)), op)
+    np.testing.assert_array_equal(np.asarray(imgproc.closing(cl, **fp)), cl)
+    np.testing.assert_array_equal(ero, -np.asarray(imgproc.dilation(-x, **fp)))
+    np.testing.assert_array_equal(np.asarray(imgproc.white_tophat(x, **fp)), x - op)
+    np.testing.assert_array_equal(np.asarray(imgproc.morphological_gradient(x, **fp)), dil - ero)
+
+
+def test_named_footprints():
+    from imgproc.filters.morphology import footprint_array
+
+    skm = pytest.importorskip("skimage.morphology")
+    for r in (1, 2, 3, 7):
+        np.testing.assert_array_equal(footprint_array(2 * r + 1, "disk"), skm.disk(r).astype(bool))
+    np.testing.assert_array_equal(footprint_array(None, "cross"), ndi.generate_binary_structure(2, 1))
+    np.testing.assert_array_equal(footprint_array((3, 5), "square"), np.ones((3, 5), bool))
+    assert footprint_array((5, 9), "disk").shape == (5, 9)  # an ellipse
+
+
+def test_a_spec_takes_a_footprint_as_nested_lists_and_runs_like_the_call(rng):
+    x = rng.integers(0, 256, (2, 10, 11, 3)).astype(np.uint8)
+    spec = [{"op": "closing", "footprint": [[0, 1, 1], [1, 1, 0]], "mode": "wrap"},
+            {"op": "morphological_gradient", "size": [3, 1]}]
+    pipe = imgproc.Pipeline.from_spec(imgproc.Pipeline(spec).to_json())
+    assert pipe.to_spec() == spec
+    want = imgproc.morphological_gradient(imgproc.closing(x, footprint=[[0, 1, 1], [1, 1, 0]], mode="wrap"),
+                                          size=(3, 1))
+    np.testing.assert_array_equal(pipe(x), want)
+    # size buckets (the command line's) give the same pixels for the one-pass ops
+    bucketed = imgproc.Pipeline([{"op": "erosion", "size": 5, "mode": "nearest"}], bucket=True)
+    np.testing.assert_array_equal(bucketed(x[0]), imgproc.erosion(x[0], size=5, mode="nearest"))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: imgproc.erosion(x), "size or footprint must be given"),
+    (lambda x: imgproc.dilation(x, footprint="star"), "footprint must be one of 'square', 'disk', 'cross'"),
+    (lambda x: imgproc.opening(x, footprint="disk", size=4), "a disk needs odd sides"),
+    (lambda x: imgproc.closing(x, size=0), "size must be positive integers"),
+    (lambda x: imgproc.closing(x, size=(3, 3, 3)), "size must be an int or a pair"),
+    (lambda x: imgproc.white_tophat(x, footprint=np.zeros((3, 3))), "at least one True"),
+    (lambda x: imgproc.white_tophat(x, footprint=np.full((3, 3), 2)), "2-D array of booleans"),
+    (lambda x: imgproc.black_tophat(x, footprint=[[1, 1]], size=3), "not both"),
+    (lambda x: imgproc.erosion(x, size=3, mode="symmetric"), "reflect, mirror, nearest, wrap, constant"),
+    (lambda x: imgproc.erosion(x, size=3, cval=float("nan")), "cval must be a finite number"),
+    (lambda x: imgproc.erosion(x.astype(np.int32), size=3), "uint8, uint16, float16, bfloat16, float32"),
+    (lambda x: imgproc.erosion(x, size=3, layout="NCHW"), "needs a 4-D array"),
+    (lambda x: imgproc.binary_erosion(x, border_value=2), r"border_value must be one of 0, 1"),
+    (lambda x: imgproc.binary_opening(x, iterations=0), r"iterations must be an integer in \[1, "),
+    (lambda x: imgproc.binary_closing(x.astype(np.int8)), "uint8, uint16, float16, bfloat16, float32"),
+])
+def test_bad_arguments_raise_clear_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(np.zeros((6, 6, 3), np.float32))
+
+
+def test_a_bad_footprint_is_refused_when_the_stage_is_built():
+    with pytest.raises(ValueError, match="footprint must be one of 'square', 'disk', 'cross'"):
+        imgproc.Pipeline([{"op": "opening", "footprint": "ring"}])
