@@ -36,7 +36,7 @@ import numpy as np
 
 from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batch
 from imgproc.augment.common import back, hw
-from imgproc.augment.warp import affine_matrix, warp
+from imgproc.augment.warp import affine_inverse, warp_affine
 from imgproc.core.arrays import resolve_max
 from imgproc.core.keys import dirichlet, doctests, random_op
 from imgproc.core.registry import IN_LOOP, register_ops
@@ -214,26 +214,27 @@ def _tables(space, num_bins):
 # --------------------------------------------------------------------------- the ops (HWC, float32)
 
 
-def _affine_nearest(x, fill, **transform):
-    """torchvision's ``F.affine(x, **transform, interpolation=NEAREST, fill=fill)`` on one
-    HWC image: :func:`imgproc.augment.warp.affine_matrix` sampled nearest (round half to
-    even, as ``grid_sample``), ``fill`` outside."""
+def _affine(x, fill, interpolation, **transform):
+    """torchvision's ``F.affine(x, **transform, interpolation=interpolation, fill=fill)`` on
+    one HWC float32 image: :func:`imgproc.augment.warp.warp_affine` (torchvision's grid and
+    fill, float32 operation for operation), kept in float32."""
     h, w = x.shape[0], x.shape[1]
-    return warp(x, affine_matrix(h, w, **transform), layout="HWC", interpolation="nearest", cval=fill)
+    return warp_affine(x, affine_inverse(h, w, **transform), layout="HWC", interpolation=interpolation, cval=fill)
 
 
-def _shear(x, mag, fill, axis):
+def _shear(x, mag, fill, axis, interpolation):
     deg = jnp.rad2deg(jnp.arctan(mag))
-    return _affine_nearest(x, fill, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
+    return _affine(x, fill, interpolation, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
 
 
-def _translate(x, mag, fill, axis):
+def _translate(x, mag, fill, axis, interpolation):
     t = jnp.trunc(mag)  # int(magnitude)
-    return _affine_nearest(x, fill, translate=(t, 0.0) if axis == 0 else (0.0, t))
+    return _affine(x, fill, interpolation, translate=(t, 0.0) if axis == 0 else (0.0, t))
 
 
-def _rotate(x, mag, fill):
-    return _affine_nearest(x, fill, angle=-mag)  # F.rotate turns counter-clockwise, F.affine clockwise
+def _rotate(x, mag, fill, interpolation):
+    # F.rotate turns counter-clockwise, F.affine clockwise
+    return _affine(x, fill, interpolation, angle=-mag)
 
 
 def _luma(x, m):
@@ -260,16 +261,16 @@ def _contrast(x, factor, m):
     return _blend(x, jnp.mean(g), factor, m)
 
 
-def op_fn(name, x, mag, m, fill):
+def op_fn(name, x, mag, m, fill, interpolation="nearest"):
     """torchvision's op ``name`` with signed magnitude ``mag`` on one HWC float32 image."""
     if name == "Identity":
         return x
     if name in ("ShearX", "ShearY"):
-        return _shear(x, mag, fill, 0 if name == "ShearX" else 1)
+        return _shear(x, mag, fill, 0 if name == "ShearX" else 1, interpolation)
     if name in ("TranslateX", "TranslateY"):
-        return _translate(x, mag, fill, 0 if name == "TranslateX" else 1)
+        return _translate(x, mag, fill, 0 if name == "TranslateX" else 1, interpolation)
     if name == "Rotate":
-        return _rotate(x, mag, fill)
+        return _rotate(x, mag, fill, interpolation)
     if name == "Brightness":
         return _blend(x, 0.0, 1.0 + mag, m)
     if name == "Color":
