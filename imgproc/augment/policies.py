@@ -286,7 +286,7 @@ def op_fn(name, x, mag, m, fill, interpolation="nearest"):
     if name == "AutoContrast":
         return autocontrast_float(x, "HWC", m)
     if name == "Equalize":
-        return equalize_nhwc(x[None], jnp.asarray(m, jnp.float32))[0]
+        return equalize_nhwc(x[None], m)[0]
     if name == "Invert":
         return m - x
     raise ValueError(f"unknown policy op {name!r}")

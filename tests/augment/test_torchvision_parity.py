@@ -46,8 +46,6 @@ PENDING = {
     'resized_crop-photo_f32-3_5_20_30-aa1',
     'resized_crop-photo_f32-10_20_15_15-aa1',
     'resized_crop-photo_f32-1_33_26_7-aa1',
-    'equalize-offgrid_f32',
-    'equalize-issue_eq_f32',
 }
 
 
