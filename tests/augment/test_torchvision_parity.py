@@ -34,18 +34,6 @@ PENDING = {
     'resize_pil-noise_u8-19x29-bicubic',
     'resize_pil-noise_u8-9x33-lanczos',
     'resize_pil-noise_u8-9x33-bicubic',
-    'resized_crop-issue',
-    'resized_crop-tv_u8-aa1',
-    'resized_crop-tv_u8-aa0',
-    'resized_crop-photo_u8-3_5_20_30-aa1',
-    'resized_crop-photo_u8-10_20_15_15-aa1',
-    'resized_crop-photo_u8-10_20_15_15-aa0',
-    'resized_crop-photo_u8-1_33_26_7-aa1',
-    'resized_crop-tv_f32-aa1',
-    'resized_crop-tv_f32-aa0',
-    'resized_crop-photo_f32-3_5_20_30-aa1',
-    'resized_crop-photo_f32-10_20_15_15-aa1',
-    'resized_crop-photo_f32-1_33_26_7-aa1',
 }
 
 
