@@ -21,7 +21,7 @@ from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
 from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
-from imgproc.augment.common import back, crop_window_params, draw_box, fixed_size, hw, to_float
+from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
 from imgproc.augment.resample import filter_taps, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
 
@@ -339,13 +339,40 @@ def _resized_crop_params(key, shape, *, layout, size=None, scale=(0.08, 1.0), ra
     return _draw_resized_crop(key, hw(shape, layout), scale, ratio)
 
 
+TRIES = 10  # torchvision's RandomResizedCrop.get_params tries ten boxes
+
+
 def _draw_resized_crop(key, in_hw, scale, ratio):
-    """random_resized_crop's box in an ``in_hw`` image (sides ints or traced)."""
+    """random_resized_crop's box in an ``in_hw`` image (sides ints or traced): torchvision's
+    ``RandomResizedCrop.get_params`` with its ten tries drawn at once. Try ``k`` draws an
+    area ``U(scale) * H * W`` and an aspect ``exp(U(log ratio))``, and the integer sides
+    ``round(sqrt(area * aspect))`` wide, ``round(sqrt(area / aspect))`` high (half to even,
+    Python's round); the first try that fits (both sides in ``[1, side]``) is the box, at an
+    integer position uniform over those that keep it inside. When none fits, the centre
+    crop of torchvision's fallback: the whole image, or the largest box of the nearest
+    ratio bound (``round(W / min(ratio))`` high or ``round(H * max(ratio))`` wide)."""
     h, w = in_hw
+    check_range("scale", scale, low=0, high=1)
+    check_range("ratio", ratio, low=1e-6)
+    hf, wf = jnp.asarray(h, jnp.float32), jnp.asarray(w, jnp.float32)
     ka, kr, kt, kl = jax.random.split(key, 4)
-    bw, bh = draw_box(ka, kr, h, w, scale, ratio)
-    bw, bh = jnp.clip(bw, 1.0, w), jnp.clip(bh, 1.0, h)
-    return {"top": jax.random.uniform(kt) * (h - bh), "left": jax.random.uniform(kl) * (w - bw), "height": bh, "width": bw}
+    area = jax.random.uniform(ka, (TRIES,), jnp.float32, jnp.asarray(scale[0], jnp.float32),
+                              jnp.asarray(scale[1], jnp.float32)) * (hf * wf)
+    log_lo, log_hi = jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))
+    aspect = jnp.exp(jax.random.uniform(kr, (TRIES,), jnp.float32, log_lo, log_hi))
+    bw, bh = jnp.round(jnp.sqrt(area * aspect)), jnp.round(jnp.sqrt(area / aspect))
+    fits = (bw >= 1) & (bw <= wf) & (bh >= 1) & (bh <= hf)
+    first = jnp.argmax(fits)  # the first try that fits (0 when none does: the fallback below)
+    lo_ratio = jnp.minimum(jnp.asarray(ratio[0], jnp.float32), jnp.asarray(ratio[1], jnp.float32))
+    hi_ratio = jnp.maximum(jnp.asarray(ratio[0], jnp.float32), jnp.asarray(ratio[1], jnp.float32))
+    in_ratio = wf / hf
+    fw = jnp.where(in_ratio > hi_ratio, jnp.round(hf * hi_ratio), wf)
+    fh = jnp.where(in_ratio < lo_ratio, jnp.round(wf / lo_ratio), hf)
+    found = fits.any()
+    bw, bh = jnp.where(found, bw[first], fw), jnp.where(found, bh[first], fh)
+    top = jnp.where(found, jnp.floor(jax.random.uniform(kt) * (hf - bh + 1)), jnp.floor((hf - bh) / 2))
+    left = jnp.where(found, jnp.floor(jax.random.uniform(kl) * (wf - bw + 1)), jnp.floor((wf - bw) / 2))
+    return {"top": jnp.minimum(top, hf - bh), "left": jnp.minimum(left, wf - bw), "height": bh, "width": bw}
 
 
 def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
@@ -560,9 +587,11 @@ OPS = (
             doc="""Inception-style crop: a box of area ``U(scale) * H * W`` and aspect ``exp(U(log
     ratio))``, resized to ``size`` (default: the input's size). :func:`resized_crop`.
 
-    The box follows ``torchvision.transforms.RandomResizedCrop`` but with one draw instead of
-    ten tries: a box larger than the image is shrunk to fit (keeping it inside the image).
-    Parameters: ``{"top", "left", "height", "width"}`` (float pixels).
+    The box is ``torchvision.transforms.v2.RandomResizedCrop``'s: integer sides, ten tries
+    drawn at once (the first that fits the image is taken) and, when none fits,
+    torchvision's centre-crop fallback; the crop distribution therefore matches
+    torchvision's (tested against its statistics, tests/golden/). Parameters: ``{"top",
+    "left", "height", "width"}`` (float32 holding whole pixels).
     """),
     _random("random_rotate", _rotate_params, _apply_rotate,
             doc="""Rotate by an angle uniform in ``[-max_degrees, max_degrees]`` (:func:`rotate`).

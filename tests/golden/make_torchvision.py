@@ -262,7 +262,7 @@ def _tables():
         "rand": {"num_bins": 31, "ops": _space(T.RandAugment(), 31, h, w)},
         "wide": {"num_bins": 31, "ops": _space(T.TrivialAugmentWide(), 31, h, w)},
         "auto": {"num_bins": 10, "ops": _space(T.AutoAugment(), 10, h, w)},
-        "augmix": {"num_bins": 11, "ops": _space(T.AugMix(), 11, h, w)},
+        "augmix": {"num_bins": 10, "ops": _space(T.AugMix(), 10, h, w)},
         "auto_policies": {},
     }
     for policy in ("imagenet", "cifar10", "svhn"):
