@@ -60,3 +60,19 @@ def test_equals_torchvision(case):
         tol = max(tol, stated[0])
     worst, _ = difference(case)
     assert worst <= tol, f"{case['id']}: {worst} > {tol}"
+
+
+def test_policies_interpolate_as_torchvisions_defaults_and_the_recipe_as_its_presets():
+    """torchvision's defaults: nearest for RandAugment, TrivialAugmentWide, AutoAugment,
+    bilinear for AugMix; the classification reference's presets.py passes bilinear to
+    TrivialAugmentWide, as the imagenet_train recipe does."""
+    import inspect
+
+    import imgproc
+    from imgproc import recipes
+
+    for name, want in (("rand_augment", "nearest"), ("trivial_augment", "nearest"), ("auto_augment", "nearest"),
+                       ("aug_mix", "bilinear")):
+        assert inspect.signature(getattr(imgproc, name)).parameters["interpolation"].default == want, name
+    stages = recipes.get("imagenet_train").to_spec()["pipeline"]
+    assert [s for s in stages if s["op"] == "trivial_augment"][0]["interpolation"] == "bilinear"
