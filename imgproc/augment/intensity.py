@@ -205,13 +205,17 @@ def solarize(image, threshold, *, max_value=None, layout=None):
 
 def equalize_nhwc(y, m):
     """PIL's ``ImageOps.equalize`` on every channel of every image of the NHWC float array
-    ``y``, binned in 256 levels (``round(x / m * 255)``). One histogram for all channels
+    ``y``, binned in 256 levels as torchvision's ``to_dtype(uint8)`` bins: ``x`` itself on
+    integer levels (``m`` 255), ``floor(x / m * 255.999)`` otherwise. One histogram for all channels
     and images (each channel's bins offset by 256) and one table lookup: per plane it was
     slower on XLA:CPU (vmapped scatters and strided planes), and the table is
     :func:`materialized` (benchmarks/NOTES.md, "ImageNet training recipe")."""
     n, h, w, c = y.shape
     offset = (jnp.arange(n, dtype=jnp.int32)[:, None] * c + jnp.arange(c, dtype=jnp.int32)[None, :]) * 256
-    v = jnp.clip(jnp.round(y / m * 255.0), 0, 255).astype(jnp.int32)
+    if integer_bits(m) == 8:  # integer levels (a uint8 image in float32): its own bins
+        v = jnp.clip(jnp.round(y), 0, 255).astype(jnp.int32)
+    else:
+        v = jnp.clip(jnp.floor(y / m * 255.999), 0, 255).astype(jnp.int32)
     flat = (v + offset[:, None, None, :]).ravel()
     hist = jnp.zeros(n * c * 256, jnp.int32).at[flat].add(1).reshape(n, c, 256)
     last = 255 - jnp.argmax(hist[..., ::-1] > 0, axis=-1)  # the highest level present
@@ -243,11 +247,15 @@ def equalize(image, *, max_value=None, layout=None):
     """Histogram equalisation of each channel of each image: ``PIL.ImageOps.equalize`` (what
     torchvision's ``equalize`` computes, also for tensors).
 
-    The values are binned in 256 levels ``round(clip(x, 0, max) / max * 255)`` (exactly the
-    values of a uint8 image); with ``h`` the histogram and ``step = (pixels - h[highest
+    The values are binned in 256 levels as torchvision converts a tensor to uint8 first:
+    a uint8 image (``max_value`` 255) is its own levels, any other range ``floor(clip(x, 0,
+    max) / max * 255.999)`` (torchvision's ``to_dtype(uint8, scale=True)``; a 65535 range
+    is binned so too, where torchvision shifts uint16 right by 8 bits); with ``h`` the
+    histogram and ``step = (pixels - h[highest
     level present]) // 255``, level ``i`` maps to ``min((step // 2 + pixels below i) //
-    step, 255)``; a plane with one level or ``step == 0`` is unchanged. The result is scaled
-    back by ``max / 255``.
+    step, 255)``; a plane with one level or ``step == 0`` keeps its levels. The result is
+    scaled back by ``max / 255`` (so a float image comes back on the 1/255 grid, as
+    torchvision's does).
 
     Example:
         >>> import numpy as np, imgproc
@@ -256,7 +264,7 @@ def equalize(image, *, max_value=None, layout=None):
         [0, 150, 255]
     """
     image, layout, m, x = _prepare(image, layout, max_value)
-    return back(from_nhwc(equalize_nhwc(to_nhwc(x, layout), jnp.asarray(m, jnp.float32)), layout, x.shape),
+    return back(from_nhwc(equalize_nhwc(to_nhwc(x, layout), m), layout, x.shape),
                 image.dtype)
 
 

@@ -13,9 +13,11 @@ The ops are torchvision's ``_apply_image_or_video_transform`` definitions:
 
 * ``ShearX/ShearY(m)``: ``affine(shear=degrees(atan(m)), center=[0, 0])``;
   ``TranslateX/TranslateY(m)``: ``affine(translate=int(m))``; ``Rotate(m)``:
-  ``rotate(m)`` degrees counter-clockwise about the centre. Nearest-neighbour sampling
-  (torchvision's default), pixels from outside filled with ``fill``: the geometry
-  family's warp (:func:`imgproc.augment.warp.affine_matrix` and ``warp``).
+  ``rotate(m)`` degrees counter-clockwise about the centre, sampled with the policy's
+  ``interpolation`` (``"nearest"`` or ``"bilinear"``; the default is torchvision's:
+  nearest for RandAugment, TrivialAugmentWide and AutoAugment, bilinear for AugMix),
+  pixels from outside filled with ``fill``: torchvision's grid and fill exactly
+  (:func:`imgproc.augment.warp.affine_inverse` and ``warp_affine``).
 * ``Brightness(m)``: ``clip(x * (1 + m))``; ``Color(m)``: blend with the luma ``0.2989 R +
   0.587 G + 0.114 B`` (floored on integer ranges) by ``1 + m``; ``Contrast(m)``: blend with
   the mean luma by ``1 + m``; ``Sharpness(m)``: :func:`imgproc.adjust_sharpness` by ``1 + m``.
@@ -36,7 +38,7 @@ import numpy as np
 
 from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batch
 from imgproc.augment.common import back, hw
-from imgproc.augment.warp import affine_matrix, warp
+from imgproc.augment.warp import INTERPOLATIONS, affine_inverse, warp_affine
 from imgproc.core.arrays import resolve_max
 from imgproc.core.keys import dirichlet, doctests, random_op
 from imgproc.core.registry import IN_LOOP, register_ops
@@ -214,26 +216,27 @@ def _tables(space, num_bins):
 # --------------------------------------------------------------------------- the ops (HWC, float32)
 
 
-def _affine_nearest(x, fill, **transform):
-    """torchvision's ``F.affine(x, **transform, interpolation=NEAREST, fill=fill)`` on one
-    HWC image: :func:`imgproc.augment.warp.affine_matrix` sampled nearest (round half to
-    even, as ``grid_sample``), ``fill`` outside."""
+def _affine(x, fill, interpolation, **transform):
+    """torchvision's ``F.affine(x, **transform, interpolation=interpolation, fill=fill)`` on
+    one HWC float32 image: :func:`imgproc.augment.warp.warp_affine` (torchvision's grid and
+    fill, float32 operation for operation), kept in float32."""
     h, w = x.shape[0], x.shape[1]
-    return warp(x, affine_matrix(h, w, **transform), layout="HWC", interpolation="nearest", cval=fill)
+    return warp_affine(x, affine_inverse(h, w, **transform), layout="HWC", interpolation=interpolation, cval=fill)
 
 
-def _shear(x, mag, fill, axis):
+def _shear(x, mag, fill, axis, interpolation):
     deg = jnp.rad2deg(jnp.arctan(mag))
-    return _affine_nearest(x, fill, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
+    return _affine(x, fill, interpolation, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
 
 
-def _translate(x, mag, fill, axis):
+def _translate(x, mag, fill, axis, interpolation):
     t = jnp.trunc(mag)  # int(magnitude)
-    return _affine_nearest(x, fill, translate=(t, 0.0) if axis == 0 else (0.0, t))
+    return _affine(x, fill, interpolation, translate=(t, 0.0) if axis == 0 else (0.0, t))
 
 
-def _rotate(x, mag, fill):
-    return _affine_nearest(x, fill, angle=-mag)  # F.rotate turns counter-clockwise, F.affine clockwise
+def _rotate(x, mag, fill, interpolation):
+    # F.rotate turns counter-clockwise, F.affine clockwise
+    return _affine(x, fill, interpolation, angle=-mag)
 
 
 def _luma(x, m):
@@ -260,16 +263,16 @@ def _contrast(x, factor, m):
     return _blend(x, jnp.mean(g), factor, m)
 
 
-def op_fn(name, x, mag, m, fill):
+def op_fn(name, x, mag, m, fill, interpolation="nearest"):
     """torchvision's op ``name`` with signed magnitude ``mag`` on one HWC float32 image."""
     if name == "Identity":
         return x
     if name in ("ShearX", "ShearY"):
-        return _shear(x, mag, fill, 0 if name == "ShearX" else 1)
+        return _shear(x, mag, fill, 0 if name == "ShearX" else 1, interpolation)
     if name in ("TranslateX", "TranslateY"):
-        return _translate(x, mag, fill, 0 if name == "TranslateX" else 1)
+        return _translate(x, mag, fill, 0 if name == "TranslateX" else 1, interpolation)
     if name == "Rotate":
-        return _rotate(x, mag, fill)
+        return _rotate(x, mag, fill, interpolation)
     if name == "Brightness":
         return _blend(x, 0.0, 1.0 + mag, m)
     if name == "Color":
@@ -285,7 +288,7 @@ def op_fn(name, x, mag, m, fill):
     if name == "AutoContrast":
         return autocontrast_float(x, "HWC", m)
     if name == "Equalize":
-        return equalize_nhwc(x[None], jnp.asarray(m, jnp.float32))[0]
+        return equalize_nhwc(x[None], m)[0]
     if name == "Invert":
         return m - x
     raise ValueError(f"unknown policy op {name!r}")
@@ -294,11 +297,11 @@ def op_fn(name, x, mag, m, fill):
 class _OpBranch:
     """One op of a policy as a branch of :func:`imgproc.augment.choice.run_choice_batch`."""
 
-    def __init__(self, name, m, fill):
-        self.name, self.m, self.fill = name, m, fill
+    def __init__(self, name, m, fill, interpolation):
+        self.name, self.m, self.fill, self.interpolation = name, m, fill, interpolation
 
     def apply(self, image, params, layout, max_value, hints):
-        return op_fn(self.name, image, params["m"], self.m, self.fill)
+        return op_fn(self.name, image, params["m"], self.m, self.fill, self.interpolation)
 
 
 # --------------------------------------------------------------------------- running steps
@@ -320,8 +323,8 @@ def _from_hwc(y, layout):
     return y
 
 
-def _one_step(names, m, fill):
-    fns = [lambda x, mag, n=n: op_fn(n, x, mag, m, fill) for n in names]
+def _one_step(names, m, fill, interpolation):
+    fns = [lambda x, mag, n=n: op_fn(n, x, mag, m, fill, interpolation) for n in names]
 
     def step(x, op, mag):
         return jax.lax.switch(op, fns, x, mag)
@@ -329,8 +332,8 @@ def _one_step(names, m, fill):
     return step
 
 
-def _batch_step(names, m, fill, strategy, group_size):
-    branches = [_OpBranch(n, m, fill) for n in names]
+def _batch_step(names, m, fill, strategy, group_size, interpolation):
+    branches = [_OpBranch(n, m, fill, interpolation) for n in names]
 
     def step(x, op, mag):
         params = {"index": op, "branches": tuple({"m": mag} for _ in branches)}
@@ -367,31 +370,35 @@ def _compose(x, params, step):
     return jax.lax.scan(mix, acc, per_chain)[0]
 
 
-def _apply_policy(image, params, names, *, layout, fill, max_value):
+def _apply_policy(image, params, names, *, layout, fill, max_value, interpolation):
     m = resolve_max(max_value, image.dtype)
     x = _to_hwc(jnp.asarray(image).astype(jnp.float32), layout)
-    y = _compose(x, params, _one_step(names, m, jnp.asarray(fill, jnp.float32)))
+    y = _compose(x, params, _one_step(names, m, jnp.asarray(fill, jnp.float32), interpolation))
     return back(_from_hwc(y, layout), image.dtype)
 
 
-def _batch_policy(params, images, names, *, layout, fill, strategy, group_size, max_value):
+def _batch_policy(params, images, names, *, layout, fill, strategy, group_size, max_value, interpolation):
     strategy = resolve_strategy(strategy)
     if strategy != "group":
-        one = lambda x, p: _apply_policy(x, p, names, layout=layout, fill=fill, max_value=max_value)  # noqa: E731
+        one = lambda x, p: _apply_policy(x, p, names, layout=layout, fill=fill, max_value=max_value,  # noqa: E731
+                                         interpolation=interpolation)
         if strategy == "select":
             return jax.vmap(one)(images, params)
         return jax.lax.map(lambda xp: one(*xp), (images, params))
     m = resolve_max(max_value, images.dtype)
     x = _to_hwc(images.astype(jnp.float32), layout)
-    y = _compose(x, params, _batch_step(names, m, jnp.asarray(fill, jnp.float32), strategy, group_size))
+    y = _compose(x, params, _batch_step(names, m, jnp.asarray(fill, jnp.float32), strategy, group_size,
+                                        interpolation))
     return back(_from_hwc(y, layout), images.dtype)
 
 
-def _policy_runners(policy, num_bins):
+def _policy_runners(policy, num_bins, interpolation):
     """``(apply, run_batch)`` of a policy whose ops are ``augmentation_space(policy,
     num_bins)``'s, for its OpInfo: the drawn steps (``op``, ``magnitude`` and AugMix's
     ``weights``; other drawn parameters, such as AutoAugment's ``sub_policy``, are left
-    out) run on one image, or on a batch with a strategy."""
+    out) run on one image, or on a batch with a strategy. ``interpolation``: the default
+    of the geometric ops' sampling (torchvision's default for the policy)."""
+    default = interpolation
 
     def names():
         return tuple(n for n, _, _ in augmentation_space(policy, num_bins, 1, 1))
@@ -399,12 +406,15 @@ def _policy_runners(policy, num_bins):
     def steps(params):
         return {k: params[k] for k in ("op", "magnitude", "weights") if k in params}
 
-    def apply(image, params, *, layout, fill=0.0, max_value=None):
-        return _apply_policy(image, steps(params), names(), layout=layout, fill=fill, max_value=max_value)
+    def apply(image, params, *, layout, fill=0.0, interpolation=default, max_value=None):
+        return _apply_policy(image, steps(params), names(), layout=layout, fill=fill, max_value=max_value,
+                             interpolation=_check_interpolation(interpolation))
 
-    def run_batch(params, images, *, layout, fill=0.0, strategy=None, group_size=16, max_value=None):
+    def run_batch(params, images, *, layout, fill=0.0, interpolation=default, strategy=None, group_size=16,
+                  max_value=None):
         return _batch_policy(steps(params), images, names(), layout=layout, fill=fill, strategy=strategy,
-                             group_size=group_size, max_value=max_value)
+                             group_size=group_size, max_value=max_value,
+                             interpolation=_check_interpolation(interpolation))
 
     return apply, run_batch
 
@@ -412,8 +422,13 @@ def _policy_runners(policy, num_bins):
 # --------------------------------------------------------------------------- option checks
 
 
-def _check_common(fill, strategy, group_size):
+def _check_interpolation(interpolation):
+    return check_choice("interpolation", interpolation, INTERPOLATIONS)
+
+
+def _check_common(fill, strategy, group_size, interpolation="nearest"):
     check_number("fill", fill)
+    _check_interpolation(interpolation)
     if strategy is not None:
         check_choice("strategy", strategy, STRATEGIES)
     check_int("group_size", group_size, low=1, high=2**31 - 1)
@@ -425,9 +440,9 @@ def _check_bins(magnitude, num_magnitude_bins):
     return bins
 
 
-def _check_auto(policy, fill, strategy, group_size):
+def _check_auto(policy, fill, strategy, group_size, interpolation="nearest"):
     check_choice("policy", policy, POLICIES)
-    _check_common(fill, strategy, group_size)
+    _check_common(fill, strategy, group_size, interpolation)
 
 
 def _signed(key, mags, signed, ops):
@@ -450,7 +465,7 @@ def _rand_params(key, shape, *, layout, num_ops=2, magnitude=9, num_magnitude_bi
     return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, magnitude], signed, ops)}
 
 
-_apply_rand, _batch_rand = _policy_runners("rand", 2)
+_apply_rand, _batch_rand = _policy_runners("rand", 2, "nearest")
 
 
 # --------------------------------------------------------------------------- TrivialAugmentWide
@@ -466,7 +481,7 @@ def _wide_params(key, shape, *, layout, num_magnitude_bins=31):
     return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, b], signed, ops)}
 
 
-_apply_wide, _batch_wide = _policy_runners("wide", 2)
+_apply_wide, _batch_wide = _policy_runners("wide", 2, "nearest")
 
 
 # --------------------------------------------------------------------------- AutoAugment
@@ -497,7 +512,7 @@ def _auto_params(key, shape, *, layout, policy="imagenet"):
             "magnitude": _signed(ks, jnp.where(applied, mags[sub], 0.0), signed, op)}
 
 
-_apply_auto, _batch_auto = _policy_runners("auto", 2)
+_apply_auto, _batch_auto = _policy_runners("auto", 2, "nearest")
 
 
 # --------------------------------------------------------------------------- AugMix
@@ -525,11 +540,12 @@ def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1
             "weights": jnp.concatenate([m[:1], weights])}
 
 
-_apply_augmix, _batch_augmix = _policy_runners("augmix", 10)
+_apply_augmix, _batch_augmix = _policy_runners("augmix", 10, "bilinear")
 
 
 def _parse(opts):
-    _check_common(opts.get("fill", 0.0), opts.get("strategy"), opts.get("group_size", 16))
+    _check_common(opts.get("fill", 0.0), opts.get("strategy"), opts.get("group_size", 16),
+                  opts.get("interpolation", "nearest"))
     return opts
 
 
@@ -559,6 +575,8 @@ OPS = (
         num_ops, magnitude, num_magnitude_bins: static integers; ``magnitude`` in
             ``[0, num_magnitude_bins - 1]`` (``ValueError`` otherwise).
         fill: the value of pixels brought in from outside by the geometric ops (image units).
+        interpolation: ``"nearest"`` (torchvision's default here) or ``"bilinear"``: how
+            the geometric ops sample.
         strategy, group_size: how a batch runs (:mod:`imgproc.augment.choice`); same numbers.
 
     Returns:
@@ -601,8 +619,9 @@ OPS = (
     drawn uniformly from torchvision's 13 AugMix ops at a bin drawn uniformly from the
     first ``severity`` of 10, mixed as ``m0 * x + m1 * sum(w_i * chain_i(x))`` with ``(m0,
     m1) ~ Dirichlet(alpha, alpha)`` and ``w ~ Dirichlet(alpha, ..., alpha)``: torchvision
-    v2's ``AugMix(severity, mixture_width=width, chain_depth=depth, alpha, all_ops=True)``.
-    Options and layouts as :func:`rand_augment`. Parameters: ``{"op": int32[width, D],
+    v2's ``AugMix(severity, mixture_width=width, chain_depth=depth, alpha, all_ops=True)``,
+    whose default ``interpolation`` is ``"bilinear"`` (as here). Options and layouts as
+    :func:`rand_augment`. Parameters: ``{"op": int32[width, D],
     "magnitude": float32[width, D], "weights": float32[width + 1]}`` (D = 3 for
     ``depth=-1``; op 0 pads a shorter chain).
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from imgproc.augment.common import hw, sample_nearest, warp_coordinates
+from imgproc.augment.common import back, hw, sample_nearest, warp_coordinates
 from imgproc.augment.geometry import cos_sin_degrees, sample
 from imgproc.augment.targets import matrix_rule
 from imgproc.core.array_type import callers_type
@@ -28,8 +28,8 @@ from imgproc.core.keys import bernoulli, doctests, random_op, uniform
 from imgproc.core.registry import OpInfo, register_ops
 from imgproc.core.validate import check_choice, check_number, check_range, is_traced
 
-__all__ = ["INTERPOLATIONS", "affine", "affine_matrix", "perspective", "perspective_matrix", "random_affine",
-           "random_perspective", "warp"]
+__all__ = ["INTERPOLATIONS", "affine", "affine_inverse", "affine_matrix", "affine_source", "perspective",
+           "perspective_matrix", "random_affine", "random_perspective", "warp", "warp_affine"]
 
 INTERPOLATIONS = ("bilinear", "nearest")
 
@@ -64,6 +64,87 @@ def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.
     to_centre = _translation(f32(-cx), f32(-cy))
     back_and_shift = _translation(f32(cx) + f32(translate[0]), f32(cy) + f32(translate[1]))
     return back_and_shift @ rss @ to_centre
+
+
+def _apart(product):
+    """``product`` kept rounded on its own: compiled, XLA:CPU fuses a multiply that feeds an
+    add into one multiply-add rounded once, and a sampling coordinate then lands on the
+    other side of an exact tie from torchvision's (a min with a bound no product reaches
+    keeps the multiply apart, as in :mod:`imgproc.augment.local_contrast`)."""
+    return jnp.minimum(product, jnp.float32(3e38))
+
+
+def affine_inverse(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), center=None):
+    """torchvision's ``_get_inverse_affine_matrix(center_f, angle, translate, scale, shear)``
+    in float32, the same operations in the same order (traced values allowed): the 2×3
+    matrix (six numbers, a (6,) array) from output to input points in torchvision's centred
+    coordinates (the image centre at 0, pixel edges at ±W/2). ``center``: ``F.affine``'s
+    ``center`` (x, y) in torchvision's pixel coordinates, where pixel (0, 0) spans [0, 1];
+    default the image centre. cos and sin are exact at multiples of 90 degrees, where
+    torchvision's float64 ``cos(pi / 2)`` is 6e-17: the same float32 grid either way."""
+    f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
+    cx, cy = (0.0, 0.0) if center is None else (f32(center[0]) - w * 0.5, f32(center[1]) - h * 0.5)
+    tx, ty = f32(translate[0]), f32(translate[1])
+    cos_r, sin_r = cos_sin_degrees(angle)
+    cos_rs, sin_rs = cos_sin_degrees(f32(angle) - f32(shear[1]))
+    cos_sy, _ = cos_sin_degrees(shear[1])
+    cos_sx, sin_sx = cos_sin_degrees(shear[0])
+    tan_sx = sin_sx / cos_sx
+    a = cos_rs / cos_sy
+    b = -cos_rs * tan_sx / cos_sy - sin_r
+    c = sin_rs / cos_sy
+    d = -sin_rs * tan_sx / cos_sy + cos_r
+    s = f32(scale)
+    m0, m1, m3, m4 = d / s, -b / s, -c / s, a / s
+    # torchvision sums m0 (-cx - tx) + m1 (-cy - ty) + cx in float64; the centre's own term
+    # first here, so that it cancels exactly where torchvision's does (a shear about the
+    # corner, a translation): the float32 result is then torchvision's rounded to float32
+    m2 = (_apart(m0 * (-cx - tx)) + cx) + _apart(m1 * (-cy - ty))
+    m5 = (_apart(m4 * (-cy - ty)) + cy) + _apart(m3 * (-cx - tx))
+    return jnp.stack([m0, m1, m2, m3, m4, m5])
+
+
+def affine_source(inverse, h, w):
+    """The source ``(rows, cols)`` (pixel indices) of every pixel of an (h, w) output under
+    torchvision's 2×3 ``inverse`` (:func:`affine_inverse`): its ``_affine_grid`` (the centred
+    base grid times the matrix divided by half the size, ``(x a + y b) + c``) and
+    ``grid_sample``'s unnormalisation ``(g + 1) * size / 2 - 0.5`` (``align_corners=False``),
+    float32 operation for operation, each product rounded on its own, as torch computes them
+    on CPU: the same bits, so nearest sampling breaks every exact half-pixel tie (a quarter
+    turn of an image whose H - W is odd makes every sample one) as torchvision does."""
+    theta = jnp.asarray(inverse, jnp.float32).reshape(2, 3)
+    half = jnp.asarray([0.5 * w, 0.5 * h], jnp.float32)
+    r = theta.T / half[None, :]  # torchvision's rescaled_theta, (3, 2)
+    bx = jnp.arange(w, dtype=jnp.float32) - jnp.float32((w - 1) * 0.5)  # torch.linspace: exact half-integers
+    by = jnp.arange(h, dtype=jnp.float32) - jnp.float32((h - 1) * 0.5)
+    x, y = bx[None, :], by[:, None]
+    gx = (_apart(x * r[0, 0]) + _apart(y * r[1, 0])) + r[2, 0]
+    gy = (_apart(x * r[0, 1]) + _apart(y * r[1, 1])) + r[2, 1]
+    cols = _apart((gx + 1.0) * jnp.float32(w / 2)) - 0.5
+    rows = _apart((gy + 1.0) * jnp.float32(h / 2)) - 0.5
+    return rows, cols
+
+
+def warp_affine(image, inverse, *, layout, interpolation="bilinear", cval=0.0):
+    """torchvision's ``_apply_grid_transform`` of a checked image with the 2×3 ``inverse``
+    (:func:`affine_inverse`; traced), output the input's size. ``"nearest"``: the pixel at
+    the rounded source point (half to even, ``grid_sample``'s ``nearbyint``), ``cval``
+    outside. ``"bilinear"``: zero padding (``grid_sample(padding_mode="zeros")``), then, for
+    ``cval != 0``, torchvision's fill: the result ``v`` and a warped mask of ones ``k`` give
+    ``(v - cval) * k + cval``. ``cval == 0`` is torchvision's ``fill=None`` (its default);
+    torchvision's ``fill=0`` blends with the mask too (``v * k``, darker border pixels)."""
+    h, w = hw(image, layout)
+    rows, cols = affine_source(inverse, h, w)
+    if interpolation == "nearest":
+        return sample_nearest(image, rows, cols, layout, cval)
+    x = jnp.asarray(image)
+    v = sample(x.astype(jnp.float32), rows, cols, mode="grid-constant", cval=0.0, layout=layout)
+    k = sample(jnp.ones((h, w), jnp.float32), rows, cols, mode="grid-constant", cval=0.0, layout="HW")
+    a, b = spatial_axes(layout)
+    k = jnp.expand_dims(k, [i for i in range(v.ndim) if i not in (a, b)])
+    fill = jnp.asarray(cval, jnp.float32)
+    blended = (v - fill) * k + fill
+    return back(jnp.where(fill == 0, v, blended), x.dtype)
 
 
 def _check_interpolation(interpolation):
@@ -105,10 +186,18 @@ def affine(image, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0
     ``angle`` degrees clockwise (torchvision's convention for ``affine``; :func:`rotate`
     turns counter-clockwise), ``translate = (x, y)`` pixels (right, down), ``scale`` > 0,
     ``shear = (x, y)`` degrees (a number: x only). All may be traced. ``interpolation``
-    ``"bilinear"`` or ``"nearest"`` (static); outside the source reads ``cval``
-    (see :mod:`imgproc.augment.warp`; with ``cval != 0`` torchvision instead blends its
-    zero-padded result with a warped mask, which differs on the border pixels). Matrix:
-    :func:`affine_matrix`. Any layout; shape and dtype kept.
+    ``"bilinear"`` or ``"nearest"`` (static). torchvision's sampling exactly
+    (:func:`affine_inverse`, :func:`affine_source`, :func:`warp_affine`): its inverse matrix
+    and sampling grid float32 operation for operation, so nearest sampling breaks exact
+    ties (every sample of a quarter turn when H - W is odd) as torchvision does, and its
+    fill: ``cval = 0`` is torchvision's default ``fill=None`` (zero padding), another
+    ``cval`` is ``fill=cval`` (nearest: ``cval`` outside; bilinear: the zero-padded result
+    blended with a warped mask). Compared with torchvision 0.29 (tests/golden/): bilinear
+    within one level on uint8 and 1e-5 on float, nearest equal. The matrix is computed in
+    float32 where torchvision uses float64; at angles other than multiples of 90 degrees a
+    sample on an exact tie could therefore, rarely, take the neighbouring pixel (none in the
+    golden cases). Targets move with :func:`affine_matrix`. Any layout; shape and dtype
+    kept.
 
     Example:
         >>> import numpy as np, imgproc
@@ -126,8 +215,8 @@ def affine(image, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0
     check_number("cval", cval)
     image, layout = check_image(image, layout)
     h, w = hw(image, layout)
-    m = affine_matrix(h, w, angle=angle, translate=(tx, ty), scale=scale, shear=(shx, shy))
-    return warp(jnp.asarray(image), m, layout=layout, interpolation=interpolation, cval=cval)
+    inverse = affine_inverse(h, w, angle=angle, translate=(tx, ty), scale=scale, shear=(shx, shy))
+    return warp_affine(jnp.asarray(image), inverse, layout=layout, interpolation=interpolation, cval=cval)
 
 
 def perspective_matrix(startpoints, endpoints, *, normalise=None):
@@ -225,8 +314,10 @@ def _affine_params_matrix(params, shape, layout):
 
 def _apply_affine(image, params, *, layout, interpolation="bilinear", cval=0.0):
     image = jnp.asarray(image)
-    return warp(image, _affine_params_matrix(params, image.shape, layout), layout=layout,
-                interpolation=_check_interpolation(interpolation), cval=cval)
+    h, w = hw(image, layout)
+    inverse = affine_inverse(h, w, angle=params["angle"], translate=(params["tx"], params["ty"]),
+                             scale=params["scale"], shear=(params["shear_x"], params["shear_y"]))
+    return warp_affine(image, inverse, layout=layout, interpolation=_check_interpolation(interpolation), cval=cval)
 
 
 def _check_warp(interpolation, cval):

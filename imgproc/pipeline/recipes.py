@@ -355,7 +355,8 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
     --cutmix-alpha 1.0``, as in its "how to train state-of-the-art models" recipe).
 
     ``random_resized_crop(size, scale)`` -> ``random_flip_left_right(p=flip_p)`` ->
-    ``trivial_augment`` (TrivialAugmentWide, 31 bins) -> ``random_erasing(p=random_erase)``
+    ``trivial_augment`` (TrivialAugmentWide, 31 bins, bilinear: what the reference's
+    ``presets.py`` passes) -> ``random_erasing(p=random_erase)``
     -> ``normalize(mean, std)`` (float32 out) -> per image one of MixUp(``mixup_alpha``) /
     CutMix(``cutmix_alpha``) on images and labels (an alpha of 0 leaves that op out; both 0:
     no mix). uint8 ``(B, H, W, 3)`` in, float32 ``(B, size, size, 3)`` and float32 one-hot
@@ -386,7 +387,7 @@ def imagenet_train(size=224, *, scale=(0.08, 1.0), flip_p=0.5, random_erase=0.1,
     check_number("random_erase", random_erase, low=0, high=1)
     check_number("input_max", input_max, low=0, low_open=True)
     mean, std = _mean_std(mean, std)
-    ta = {"op": "trivial_augment"}
+    ta = {"op": "trivial_augment", "interpolation": "bilinear"}  # references/classification/presets.py
     if strategy is not None:
         ta["strategy"] = strategy
     pipeline = [

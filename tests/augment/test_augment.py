@@ -203,36 +203,43 @@ RESIZED_CROP_CASES = [
 
 @pytest.mark.parametrize("hw, box, size", RESIZED_CROP_CASES)
 def test_resized_crop_matches_pillow(hw, box, size):
-    """Pillow's bilinear ``resize(size, box=...)`` on float (``F``) images, per channel: the
-    same antialiased triangle filter over the same box (enlarging: plain bilinear)."""
+    """Crop, then resize (torchvision's resized_crop): Pillow's bilinear ``resize(size,
+    box=...)`` on float (``F``) images, per channel, of the pixels the box covers (cropped
+    from ``floor`` to ``ceil`` of its edges, so nothing outside it is read): the same
+    antialiased triangle filter over the same box (enlarging: plain bilinear)."""
+    import math
+
     from PIL import Image
 
     x = (batch(1, *hw, np.float32, seed=3)[0] * 255).astype(np.float32)
     top, left, height, width = box
-    ref = np.stack([np.asarray(Image.fromarray(x[..., c], mode="F").resize(
-        size[::-1], Image.Resampling.BILINEAR, box=(left, top, left + width, top + height))) for c in range(3)], -1)
+    t0, l0 = math.floor(top), math.floor(left)
+    part = x[t0:math.ceil(top + height), l0:math.ceil(left + width)]
+    ref = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(part[..., c]), mode="F").resize(
+        size[::-1], Image.Resampling.BILINEAR, box=(left - l0, top - t0, left - l0 + width, top - t0 + height)))
+        for c in range(3)], -1)
     np.testing.assert_allclose(np.asarray(A.resized_crop(x, *box, size=size)), ref, atol=2e-3)
 
 
 @pytest.mark.parametrize("antialias", [True, False])
 @pytest.mark.parametrize("layout", ["HWC", "CHW", "HW", "NHWC"])
-def test_resized_crop_taps_equal_dense_weights(layout, antialias):
-    """The gathered taps (concrete or drawn boxes) against ``jax.image.scale_and_translate``'s
-    dense weights (a traced box inside ``jit``), in every layout, boxes partly outside the
-    image included (outside: 0)."""
+def test_resized_crop_concrete_box_equals_traced_box(layout, antialias):
+    """A concrete box (taps bounded by the box) equals the same box traced inside ``jit``
+    (taps bounded by the image), in every layout, boxes partly outside the image included
+    (its pixels outside are 0, as torchvision's crop pads)."""
     rng = np.random.default_rng(7)
     shape = {"HWC": (23, 31, 3), "CHW": (3, 23, 31), "HW": (23, 31), "NHWC": (2, 23, 31, 3)}[layout]
     x = rng.random(shape, dtype=np.float32)
     traced = jax.jit(lambda img, b: A.resized_crop(img, b[0], b[1], b[2], b[3], size=(13, 40), antialias=antialias,
                                                    layout=layout))
-    for box in [(2.5, 3.0, 17.0, 9.5), (0.0, 0.0, 23.0, 31.0), (-3.0, 20.0, 30.0, 20.0), (1.2, 1.7, 4.4, 50.0)]:
+    for box in [(2.5, 3.0, 17.0, 9.5), (0.0, 0.0, 23.0, 31.0), (-3.0, 20.0, 20.0, 20.0), (1.2, -1.7, 4.4, 30.0)]:
         got = np.asarray(A.resized_crop(x, *box, size=(13, 40), antialias=antialias, layout=layout))
         np.testing.assert_allclose(got, np.asarray(traced(x, jnp.asarray(box, jnp.float32))), atol=2e-6)
 
 
-def test_random_resized_crop_batch_equals_dense_weights():
-    """A batch of drawn boxes (gathered taps under vmap) equals each box resized with the
-    dense weights; replayed parameters beyond the image are held to it, as the draw is."""
+def test_random_resized_crop_batch_equals_each_box_traced():
+    """A batch of drawn boxes (gathered taps under vmap) equals each box resized alone
+    (traced); replayed parameters beyond the image are held to it, as the draw is."""
     x = batch(5, 30, 26, np.float32)
     pipe = imgproc.Pipeline([{"op": "random_resized_crop", "size": [11, 17]}])
     y, (params,) = pipe(x, key=KEY, return_params=True)

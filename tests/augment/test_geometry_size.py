@@ -296,7 +296,10 @@ AFFINES = [
 def test_affine_matches_torchvision_matrix_with_scipy_sampling(opts, cval):
     full = dict(angle=0.0, translate=(0, 0), scale=1.0, shear=(0.0, 0.0)) | opts
     rows, cols = tv_affine_source(23, 31, **full)
-    ref = ndi.map_coordinates(F32.astype(np.float64), [rows, cols], order=1, mode="grid-constant", cval=cval)
+    ref = ndi.map_coordinates(F32.astype(np.float64), [rows, cols], order=1, mode="grid-constant", cval=0.0)
+    if cval:  # torchvision's fill: the zero-padded result blended with a warped mask of ones
+        mask = ndi.map_coordinates(np.ones(F32.shape), [rows, cols], order=1, mode="grid-constant", cval=0.0)
+        ref = (ref - cval) * mask + cval
     out = np.asarray(imgproc.affine(F32, cval=cval, **opts))
     np.testing.assert_allclose(out, ref, atol=2e-5)
 
@@ -310,8 +313,8 @@ def test_affine_matches_opencv_warp_affine(opts):
     inv = np.array([[m[0], m[1], m[2] + m[0] * (0.5 - w / 2) + m[1] * (0.5 - h / 2) + w / 2 - 0.5],
                     [m[3], m[4], m[5] + m[3] * (0.5 - w / 2) + m[4] * (0.5 - h / 2) + h / 2 - 0.5]])
     ref = cv2.warpAffine(F32, inv, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.3)
-    out = np.asarray(imgproc.affine(F32, cval=0.3, **opts))
+                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    out = np.asarray(imgproc.affine(F32, **opts))  # zero padding (another cval blends as torchvision does)
     np.testing.assert_allclose(out, ref, atol=1 / 32)  # OpenCV quantises weights to 1/32 of a pixel
 
 
