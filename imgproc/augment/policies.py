@@ -7,7 +7,9 @@ Every policy is a random op: its sampler draws, per image, the op index and the 
 magnitude of every step (and AugMix's mixing weights); applying it is a sequence of
 ``lax.switch`` steps over the op list (``lax.scan`` over the steps, so every op is traced
 once). A batch runs with the ``strategy`` of :mod:`imgproc.augment.choice` (``"select"``,
-``"map"``, ``"group"``); all give the same numbers.
+``"map"``, ``"group"``); all give the same numbers (bit for bit with nearest sampling; with
+bilinear, the warps' float rounding can differ between strategies, so an integer image
+may come out a level apart at a rare pixel).
 
 The ops are torchvision's ``_apply_image_or_video_transform`` definitions:
 
