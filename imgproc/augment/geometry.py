@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import spatial_axes
+from imgproc.core.arrays import HIGHEST, matmul, spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
@@ -130,7 +130,7 @@ def _resized_crop_dense(image, top, left, height, width, size, antialias, layout
     tx = -jnp.asarray(left, jnp.float32) * sx
     y = jax.image.scale_and_translate(
         to_float(jnp.asarray(image)), tuple(shape), (a, b), jnp.stack([sy, sx]), jnp.stack([ty, tx]),
-        method="linear", antialias=antialias,
+        method="linear", antialias=antialias, precision=HIGHEST,
     )
     return back(y, image.dtype)
 
@@ -486,7 +486,8 @@ def _rotate_matrix(angle, h, w):
     cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
     one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
     rot = jnp.stack([jnp.stack([cos, sin, zero]), jnp.stack([-sin, cos, zero]), jnp.stack([zero, zero, one])])
-    return scale_translate(1, 1, cx, cy) @ rot @ scale_translate(1, 1, -cx, -cy)  # a shift is the same in both coordinates
+    # a shift is the same in both coordinates
+    return matmul(matmul(scale_translate(1, 1, cx, cy), rot), scale_translate(1, 1, -cx, -cy))
 
 
 _RULES = {
