@@ -23,6 +23,7 @@ from imgproc.augment.choice import STRATEGIES
 from imgproc.core.registry import TargetRule, lookup
 from imgproc.core.validate import METHODS
 from imgproc.restoration.auto import DENOISE_METHODS
+from backends import reported_backend
 from jaxprs import equations
 from op_examples import EXAMPLE_OPTIONS
 
@@ -64,12 +65,12 @@ def unstated(fn, *args) -> list[str]:
     return found
 
 
-@pytest.fixture(params=BACKENDS)
-def traced_for(request, monkeypatch):
-    """The lowering choices see ``request.param`` as the default backend (tracing only)."""
-    if request.param != jax.default_backend():
-        monkeypatch.setattr(jax, "default_backend", lambda: request.param)
-    return request.param
+@pytest.fixture(scope="module", params=BACKENDS)
+def traced_for(request):
+    """The lowering choices see ``request.param`` as the default backend (tests/backends.py;
+    module-scoped: the tests run grouped by backend, JAX's caches cleared between groups)."""
+    with reported_backend(request.param) as name:
+        yield name
 
 
 def _image(name="", batch=2):
