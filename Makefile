@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test test-fast slow-tests bench bench-gpu clean
+.PHONY: demo test test-fast test-gpu slow-tests bench bench-gpu clean
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: $(VENV)/.installed
 
 test-fast: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadgroup -m "not slow"
+
+# On a machine with an NVIDIA GPU whose $(PYTHON) already has jax[cuda] and the test extras:
+# the suite on the GPU, installing nothing (no network); logs and summary in out/gpu-check
+# (benchmarks/gpu_check.sh; `benchmarks/gpu_check.sh OUT bench` runs the GPU benchmarks).
+test-gpu:
+	PYTHON=$(PYTHON) benchmarks/gpu_check.sh out/gpu-check tests
 
 slow-tests: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=0 -q > .durations.txt || true

@@ -13,6 +13,45 @@ def _doctest_cwd(doctest_namespace, monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+# Backends. The suite runs on JAX's default backend (CI: CPU; `make test-gpu`: a GPU). A test
+# of machinery that exists on CPU only, by design (imgproc/cpu: kept output buffers, NumPy
+# input read in place, the per-core split of a batch, the own-loop barriers that shape
+# XLA:CPU's loops; docs/scale.md, "Backends"), carries `@pytest.mark.cpu_only("what it
+# checks")` and is skipped on another backend with that reason. Where the other backends
+# have an expectation of their own (no per-core split, no barrier), a test that runs
+# everywhere checks it with the `backend` fixture (the backend's name), or traces the other
+# backends' programs on CPU with the `other_backend` fixture.
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("cpu_only")
+    if marker is not None:
+        import jax
+
+        if jax.default_backend() != "cpu":
+            pytest.skip(f"CPU-only machinery, not used on {jax.default_backend()}: {marker.args[0]}")
+
+
+@pytest.fixture
+def backend():
+    """The name of the backend the test runs on: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
+    import jax
+
+    return jax.default_backend()
+
+
+@pytest.fixture
+def other_backend():
+    """A backend other than CPU, for a test of what the library does there: the real one
+    off CPU; on CPU, ``"gpu"`` as ``jax.default_backend()`` reports it (the library's
+    backend choices read it: a program traced then is the GPU's, run on the CPU;
+    tests/backends.py)."""
+    import jax
+
+    from backends import reported_backend
+
+    with reported_backend("gpu" if jax.default_backend() == "cpu" else jax.default_backend()) as name:
+        yield name
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import spatial_axes
+from imgproc.core.arrays import HIGHEST, matmul, spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
@@ -512,7 +512,8 @@ def _rotate_matrix(angle, h, w):
     cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
     one, zero = jnp.ones((), jnp.float32), jnp.zeros((), jnp.float32)
     rot = jnp.stack([jnp.stack([cos, sin, zero]), jnp.stack([-sin, cos, zero]), jnp.stack([zero, zero, one])])
-    return scale_translate(1, 1, cx, cy) @ rot @ scale_translate(1, 1, -cx, -cy)  # a shift is the same in both coordinates
+    # a shift is the same in both coordinates
+    return matmul(matmul(scale_translate(1, 1, cx, cy), rot), scale_translate(1, 1, -cx, -cy))
 
 
 _RULES = {

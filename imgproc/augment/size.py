@@ -19,7 +19,7 @@ from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_
 from imgproc.augment.resample import area_taps, filter_taps, nearest_source, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, move_one, scale_translate
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import spatial_axes
+from imgproc.core.arrays import HIGHEST, spatial_axes
 from imgproc.core.boundary import pad_axis
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
@@ -417,7 +417,8 @@ def scaled_placement(image, scale, top, left, size, *, layout, method="linear", 
         y = to_float(jnp.take(jnp.take(jnp.asarray(image), ri, axis=a), ci, axis=b))
     else:
         y = jax.image.scale_and_translate(to_float(jnp.asarray(image)), tuple(shape), (a, b), jnp.stack([s, s]),
-                                          jnp.stack([top, left]), method=method, antialias=bool(antialias))
+                                          jnp.stack([top, left]), method=method, antialias=bool(antialias),
+                                          precision=HIGHEST)
     inside_r = (r >= 0) & (r < h)
     inside_c = (c >= 0) & (c < w)
     inside = inside_r[:, None] & inside_c[None, :]

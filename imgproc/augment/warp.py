@@ -21,7 +21,7 @@ from imgproc.augment.common import back, hw, sample_nearest, warp_coordinates
 from imgproc.augment.geometry import cos_sin_degrees, sample
 from imgproc.augment.targets import matrix_rule
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import spatial_axes
+from imgproc.core.arrays import matmul, spatial_axes
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import bernoulli, doctests, random_op, uniform
@@ -63,7 +63,7 @@ def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.
     cx, cy = ((w - 1) / 2.0, (h - 1) / 2.0) if center is None else (center[0] - 0.5, center[1] - 0.5)
     to_centre = _translation(f32(-cx), f32(-cy))
     back_and_shift = _translation(f32(cx) + f32(translate[0]), f32(cy) + f32(translate[1]))
-    return back_and_shift @ rss @ to_centre
+    return matmul(matmul(back_and_shift, rss), to_centre)
 
 
 def _apart(product):
@@ -236,7 +236,7 @@ def perspective_matrix(startpoints, endpoints, *, normalise=None):
     hn = jnp.append(coef, 1.0).reshape(3, 3)
     scale = jnp.diag(jnp.stack([k, k, 1.0]))
     unscale = jnp.diag(jnp.stack([1.0 / k, 1.0 / k, 1.0]))
-    return scale @ hn @ unscale
+    return matmul(matmul(scale, hn), unscale)
 
 
 def _check_points(name, points):

@@ -24,9 +24,22 @@ the dtype's range once, at the end (no clipping between stages for floats).
 from __future__ import annotations
 
 import numpy as np
+import jax
 import jax.numpy as jnp
 
 from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout
+
+# The precision every matrix product and convolution of the library states (tests/test_precision.py
+# checks each traced program): float32 products on every backend. Left to the backend, a
+# GPU computes float32 products in TF32 (about 3 significant digits): warp matrices, BM3D's
+# transforms and colour conversions then depend on the device (docs/scale.md, "Precision").
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def matmul(a, b):
+    """``a @ b`` in float32 precision on every backend (:data:`HIGHEST`). On CPU the same
+    bits as ``a @ b``: XLA:CPU computes float32 products in float32 whatever the precision."""
+    return jnp.matmul(a, b, precision=HIGHEST)
 
 __all__ = [
     "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "resolve_max",
@@ -122,4 +135,4 @@ def materialized(table):
     taps slower (why: benchmarks/NOTES.md, "ImageNet training recipe")."""
     rows = table.reshape(-1, table.shape[-1])
     eye = jnp.eye(table.shape[-1], dtype=jnp.float32)
-    return jnp.dot(rows.astype(jnp.float32), eye, precision="highest").reshape(table.shape)
+    return jnp.dot(rows.astype(jnp.float32), eye, precision=HIGHEST).reshape(table.shape)

@@ -52,6 +52,7 @@ from jax import lax
 from imgproc import kernels as _kernels
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import (
+    HIGHEST,
     from_bhwc,
     to_bhwc,
     to_compute,
@@ -79,7 +80,7 @@ TERM_METHODS = ("separable", "pallas", "pallas-if-it-fits")
 # kernel when a tile of the image's channels fits (known when the stage is traced), else
 # the separable passes. Never a user's choice (not in METHODS); the same pixels either way.
 FUSED_IF_IT_FITS = "pallas-if-it-fits"
-_HIGHEST = lax.Precision.HIGHEST
+_HIGHEST = HIGHEST
 
 
 def is_concrete(value) -> bool:

@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import check_dtype, from_nhwc, resolve_max, to_nhwc, to_output
+from imgproc.core.arrays import HIGHEST, check_dtype, from_nhwc, matmul, resolve_max, to_nhwc, to_output
 from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_mode, check_number, check_odd,
@@ -255,11 +255,11 @@ def _haar_inv(c):
 
 def _forward(g, t2):
     """3-D transform of groups (R, n, C, b*b): 2-D transform of each block, Haar along the group."""
-    return _haar_fwd(g @ t2.T)
+    return _haar_fwd(matmul(g, t2.T))
 
 
 def _inverse(g, t2inv):
-    return _haar_inv(g) @ t2inv.T
+    return matmul(_haar_inv(g), t2inv.T)
 
 
 def _stage_sums(plan, matches, z_noisy, z_pilot, sig, *, n, kind, lam, window, mu2=1.0, part=0):
@@ -335,7 +335,7 @@ def _prepare(x, sigma, cval, *, plan, mode, colour):
     c = x.shape[-1]
     z = _pad(x, plan, mode, cval)  # padding commutes with the (linear) colour transform
     if colour:
-        z = jnp.einsum("ij,hwj->ihw", jnp.asarray(_OPP, jnp.float32), z[..., :3])  # planar
+        z = jnp.einsum("ij,hwj->ihw", jnp.asarray(_OPP, jnp.float32), z[..., :3], precision=HIGHEST)  # planar
         sig = sigma * jnp.asarray(_OPP_NORM, jnp.float32)
     else:
         z = jnp.moveaxis(z, -1, 0)
@@ -370,7 +370,7 @@ def _finish(sums, z, x, *, plan, colour, beta):
     est = _estimate(sums, z, np.kaiser(plan.block, beta))
     est = jnp.moveaxis(est[:, r:r + plan.h, r:r + plan.w], 0, -1)
     if colour:
-        est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est)
+        est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est, precision=HIGHEST)
         if x.shape[-1] > 3:
             est = jnp.concatenate([est, x[..., 3:]], axis=-1)
     return est

@@ -559,6 +559,10 @@ def loop_parts(pipe, x, key, indices, layout):
     return parts(x, loops=loops_over_images(pipe.stages), batched=layout in ("NHWC", "NCHW"), traced_args=(key, indices))
 
 
+PER_CORE = pytest.mark.cpu_only("a batch split over the cores in threads, for XLA:CPU's per-image loops")
+
+
+@PER_CORE
 @pytest.mark.parametrize("n", [16, 21])
 def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     # on CPU a per-image loop runs on one core, so a concrete batch is split across the
@@ -582,6 +586,7 @@ def test_batch_split_across_cores_equals_one_call(n, monkeypatch):
     assert np.array_equal(np.asarray(want), np.asarray(one(x, key=KEY)))
 
 
+@PER_CORE
 def test_batch_split_only_where_a_loop_runs(monkeypatch):
     from imgproc.pipeline import execution
 
@@ -597,3 +602,20 @@ def test_batch_split_only_where_a_loop_runs(monkeypatch):
     pipe = imgproc.Pipeline(SPLIT_SPEC)
     traced = jax.jit(lambda a, k: pipe(a, key=k))(x, KEY)  # inside a trace: one program
     np.testing.assert_array_equal(np.asarray(traced), np.asarray(pipe(x, key=KEY)))
+
+
+def test_no_split_over_cores_on_other_backends(monkeypatch, other_backend):
+    """On a GPU or TPU a per-image loop is the device's, not one core's: a batch is never
+    split into slices in threads, and the pipeline's values are one program's."""
+    from imgproc.pipeline import execution
+
+    monkeypatch.setattr(execution, "cpu_cores", lambda: 4)
+    x = batch(40, 8, 8)
+    pipe = imgproc.Pipeline([dict(SPLIT_SPEC[2], strategy="map")])  # loops over the images
+    assert loop_parts(pipe, x, KEY, jnp.arange(40), "NHWC") == 1
+    runs = []
+    real = execution.run_parts
+    monkeypatch.setattr(execution, "run_parts", lambda *a, **k: runs.append(1) or real(*a, **k))
+    eager, traced = np.asarray(pipe(x, key=KEY)), np.asarray(jax.jit(lambda a: pipe(a, key=KEY))(x))
+    assert runs == []
+    assert np.abs(eager.astype(int) - traced).max() <= 1  # jit inside jit may round a level otherwise

@@ -1,7 +1,14 @@
 """imgproc.cpu.output_buffers: an eager call on NumPy input writes into the buffer of a dropped
 earlier result (issue 15 item 3), its separable first pass into a kept scratch buffer, and
 its aligned copy of the input into kept host memory; never into one the caller still
-holds or into the caller's own memory, without new compilations, within its bounds."""
+holds or into the caller's own memory, without new compilations, within its bounds.
+
+The machinery exists where XLA:CPU's arrays are this process's host memory; on another
+backend the library does not use it (``IntoBuffer`` runs the plain program, input is
+uploaded, not read in place), and its tests are skipped there (``cpu_only``). What holds on
+every backend runs everywhere: results and input never written, no second compilation,
+the values (bfloat16 at any alignment, the scratch marking), the input checks, the bound's
+bookkeeping."""
 
 import gc
 
@@ -14,6 +21,10 @@ import scipy.ndimage as ndi
 import imgproc
 from imgproc.core.images import HOST_ALIGNMENT, host_aligned
 from imgproc.cpu import output_buffers as buffers
+
+KEPT = pytest.mark.cpu_only("results and scratch written into kept XLA:CPU buffers")
+IN_PLACE = pytest.mark.cpu_only("NumPy input read in place by XLA:CPU through an aligned flat view")
+STAGED = pytest.mark.cpu_only("misaligned NumPy input staged in kept aligned host memory for XLA:CPU")
 
 
 def key(array):
@@ -32,6 +43,7 @@ def image():
     buffers.release()
 
 
+@KEPT
 def test_a_dropped_result_is_written_again(image):
     first = imgproc.gaussian_blur(image, 1.0)
     where, expected = first.ctypes.data, first.copy()
@@ -57,6 +69,7 @@ def test_held_results_and_the_input_are_never_written(image):
     assert all(h.ctypes.data != image.ctypes.data for h in held)
 
 
+@KEPT
 def test_a_view_keeps_its_buffer_until_the_last_view_goes(image):
     result = imgproc.box_blur(image, 3)
     corner = result[:10, :10]
@@ -78,6 +91,7 @@ def test_second_and_later_calls_do_not_compile(image, compilations):
     np.testing.assert_array_equal(kept, held)
 
 
+@KEPT
 def test_jax_input_keeps_only_scratch_and_small_results_nothing(image):
     device = jnp.asarray(image)
     out = imgproc.gaussian_blur(device, 1.0)
@@ -95,6 +109,7 @@ def test_jax_input_keeps_only_scratch_and_small_results_nothing(image):
     assert buffers.kept() == {} and buffers.kept(staging=True) == {}
 
 
+@KEPT
 def test_bounded_per_shape_and_released(image, monkeypatch):
     results = [imgproc.gaussian_blur(image, 1.0) for _ in range(buffers.KEPT_PER_SHAPE + 2)]
     del results
@@ -110,10 +125,28 @@ def test_bounded_per_shape_and_released(image, monkeypatch):
     assert buffers.kept_bytes() <= image.nbytes
 
 
+def test_other_backends_keep_nothing_and_read_nothing_in_place(image, other_backend, monkeypatch):
+    """Off CPU the machinery is not used: an eager call on NumPy input keeps no buffer and
+    stages nothing (its input is uploaded, its result downloaded), and misaligned input is
+    not read through a flat view; the values are the same."""
+    views = []
+    real = buffers.from_flat
+    monkeypatch.setattr(buffers, "from_flat", lambda im, view: views.append(view) or real(im, view))
+    expected = ndi.gaussian_filter(image, (1.0, 1.0, 0))
+    for source in (image, misaligned(image, 16)):
+        out = imgproc.gaussian_blur(source, 1.0)
+        np.testing.assert_allclose(out, expected, atol=1e-5)
+        del out
+        gc.collect()
+    assert buffers.kept() == {} and buffers.kept(staging=True) == {}
+    assert [v for v in views if v is not None] == []
+
+
 def test_public_release():
     assert imgproc.release_output_buffers() >= 0
 
 
+@KEPT
 def test_the_first_pass_is_written_into_a_kept_scratch_buffer(image):
     expected = imgproc.gaussian_blur(jnp.asarray(image), 1.0)  # the plain program: no scratch
     out = imgproc.gaussian_blur(image, 1.0)
@@ -126,6 +159,7 @@ def test_the_first_pass_is_written_into_a_kept_scratch_buffer(image):
     np.testing.assert_array_equal(again, out)
 
 
+@KEPT
 def test_an_unsharp_masks_blur_run_alone_is_kept_too(image):
     # sigma = 3: the blur's last pass runs on its own (the combination reads it), its
     # result (the whole blur, rows of W*C values) kept beside the first pass's buffers
@@ -163,6 +197,7 @@ def misaligned(image, skew=4):
     return out
 
 
+@STAGED
 def test_staging_memory_is_reused_only_when_nothing_references_it(image):
     source = misaligned(image)
     held = host_aligned(source)
@@ -177,6 +212,7 @@ def test_staging_memory_is_reused_only_when_nothing_references_it(image):
     np.testing.assert_array_equal(held, image)
 
 
+@STAGED
 def test_eager_calls_on_misaligned_input_reuse_their_staging(image):
     wide = np.random.default_rng(2).integers(0, 65535, (600, 800, 3), dtype=np.uint16)
     source = misaligned(wide, 1)  # at an odd byte: no flat view, a staging copy
@@ -190,6 +226,7 @@ def test_eager_calls_on_misaligned_input_reuse_their_staging(image):
     np.testing.assert_array_equal(source, before)  # the caller's array is never written
 
 
+@STAGED
 def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch):
     """A concrete batch split over the cores (imgproc.pipeline.execution.run_parts) is joined into
     host memory of an earlier joined result once nothing references it: never while the
@@ -241,6 +278,7 @@ def random_image(rng, shape, dtype):
     return rng.random(shape, dtype=np.float32).astype(dtype)
 
 
+@IN_PLACE
 @pytest.mark.parametrize("dtype, skew, height", READ_IN_PLACE)
 def test_misaligned_input_is_read_in_place(dtype, skew, height, monkeypatch, compilations):
     """No staging copy: the program reads a flat view from the boundary before the data,
@@ -280,6 +318,7 @@ MEDIAN_READ_IN_PLACE = [("HWC", (301, 90, 3), np.uint8, 16, 3, "nearest"), ("HW"
                         ("NHWC", (1, 1002, 90, 3), np.float16, 6, 5, "nearest")]
 
 
+@IN_PLACE
 @pytest.mark.parametrize("layout, shape, dtype, skew, size, mode", MEDIAN_READ_IN_PLACE)
 def test_the_median_reads_misaligned_input_in_place(layout, shape, dtype, skew, size, mode, monkeypatch):
     """The median's program takes the flat view itself (its conditional's operand: given
@@ -305,6 +344,7 @@ def test_the_median_reads_misaligned_input_in_place(layout, shape, dtype, skew, 
     np.testing.assert_array_equal(source, before)
 
 
+@IN_PLACE
 def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(monkeypatch):
     """Its output has another shape, so it runs the program without an output buffer;
     that program reads the flat view as well, and gives the aligned image's pixels."""
@@ -321,6 +361,7 @@ def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(mo
     assert buffers.kept(staging=True) == {}
 
 
+@STAGED
 def test_what_is_not_read_in_place_is_staged(image):
     """A float64 image is copied while it is checked (JAX converts it: a copy anyway); an
     integer one at an odd byte, or not C-contiguous, has no flat view and is copied too;
@@ -337,6 +378,7 @@ def test_what_is_not_read_in_place_is_staged(image):
     assert buffers.kept(staging=True).get(key(wide), 0) >= 1
 
 
+@STAGED
 def test_a_bucketed_batch_is_padded_into_kept_aligned_memory():
     """The size bucket's zero-padded copy of a misaligned batch goes into aligned host
     memory (one program, whatever the caller's skew), written again once nothing
@@ -357,6 +399,7 @@ def test_a_bucketed_batch_is_padded_into_kept_aligned_memory():
     np.testing.assert_array_equal(source, before)
 
 
+@STAGED
 def test_the_command_stacks_its_batches_into_aligned_memory():
     """The folder runner stacks a batch into kept aligned host memory, so decoded images
     at any skew (the decoder's allocation varies from run to run) meet one compiled program
@@ -407,6 +450,7 @@ def test_a_float_image_read_in_place_is_still_checked():
             np.testing.assert_array_equal(source, before)
 
 
+@IN_PLACE
 def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
     """A pipeline without size buckets does as the filters do: it dispatches, then checks
     the NumPy batch it reads in place. With buckets it checks first (the bucket path copies;
@@ -434,6 +478,7 @@ def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
     assert pipe._first_size_in_bucket == {}
 
 
+@IN_PLACE
 def test_a_filter_checks_numpy_input_while_its_program_computes(monkeypatch):
     """The filters dispatch their program first and check a NumPy image read in place
     after (the check overlaps the computation); the result is handed over only after the

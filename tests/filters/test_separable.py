@@ -13,6 +13,10 @@ from imgproc.filters.separable import correlate_direct, correlate_separable
 
 CVAL = 0.25
 TOL = 1e-5
+# How the passes are laid out in XLA:CPU's loops (imgproc.cpu.fusion.in_own_loop's
+# conditionals, border bands written in place, a restrided copy in a kept buffer): CPU only;
+# test_other_backends_run_each_pass_as_xla_fuses_it checks the other backends' programs.
+CPU_LOOPS = pytest.mark.cpu_only("the loops XLA:CPU runs a pass in (own-loop conditionals, bands written in place)")
 
 
 def _ref_separable(x, kr, kc, mode):
@@ -113,6 +117,7 @@ def test_separable_symmetric_kernel(mode, rng):
     _check(jax.jit(lambda a: correlate_separable(a, g25, g25, mode=mode, cval=CVAL))(x), _ref_separable(x, g25, g25, mode))
 
 
+@CPU_LOOPS
 def test_rows_pass_with_many_terms_runs_in_two_loops():
     """A rows pass of at least ROWS_SPLIT_MIN_TERMS terms sums its first half in a loop of
     its own (a conditional's result, on CPU); the columns pass and short rows passes do not."""
@@ -132,6 +137,7 @@ def test_rows_pass_with_many_terms_runs_in_two_loops():
     assert conds(25, 5) == 1
 
 
+@CPU_LOOPS
 def test_a_long_rows_pass_over_float32_rows_is_one_loop_unless_they_alias(rng):
     """float_rows (the loops read float32 values, not integers converted in them): one loop
     at a width that does not alias; two where it does (inside jit: no kept copy). Eager
@@ -165,6 +171,7 @@ def test_rows_alias_counts_rows_per_cache_set():
     assert not rows_alias(2048 * 3, 13) and rows_alias(2048 * 3, 25)  # 6 KiB: two sets
 
 
+@CPU_LOOPS
 def test_an_eager_long_rows_pass_at_an_aliasing_width_reads_a_restrided_copy(rng):
     """Rows of a multiple of 4 KiB and 19 taps or more: an eager call copies the input into
     rows ROWS_PAD values longer (kept memory) and sums in one loop; inside jit (the copy
@@ -215,6 +222,7 @@ def test_direct_matches_scipy(mode, bands, rng):
         _check(f(x), _ref_direct(x, k, mode))
 
 
+@CPU_LOOPS
 def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
     import imgproc
     from imgproc.filters import convolution
@@ -310,6 +318,7 @@ def _conditionals(fn, *args):
     return str(jax.make_jaxpr(fn)(*args)).count("cond[")
 
 
+@CPU_LOOPS
 def test_a_long_last_pass_runs_alone_with_the_cast_where_nothing_else_reads_it(rng):
     # the columns pass of more than COLS_FUSED_MAX_TAPS taps over (..., W, C) data is a loop
     # of its own (a conditional: imgproc.cpu.fusion.in_own_loop) with the program's last
@@ -342,6 +351,7 @@ def test_a_long_last_pass_runs_alone_with_the_cast_where_nothing_else_reads_it(r
     assert _conditionals(pipe, x) == _conditionals(pipe, x.astype(np.uint8)) + 1
 
 
+@CPU_LOOPS
 def test_a_long_last_pass_read_again_elementwise_runs_alone_into_a_kept_buffer(rng):
     # keep (the unsharp mask's combination reads the blur): the long columns pass is a loop
     # of its own as with finish, and its result is left unfinished for the caller
@@ -368,9 +378,33 @@ def test_a_long_last_pass_read_again_elementwise_runs_alone_into_a_kept_buffer(r
     assert _conditionals(pipe, x) == 0
 
 
+@CPU_LOOPS
 def test_a_direct_pass_over_colour_data_is_a_loop_of_its_own_unless_it_feeds_a_stage():
     x = np.zeros((1, 12, 10, 3), np.float32)
     k = np.arange(9, dtype=np.float32).reshape(3, 3)
     assert _conditionals(lambda a: correlate_direct(a, k), x) == 1
     assert _conditionals(lambda a: correlate_direct(a, k, in_place=True), x) == 0
     assert _conditionals(lambda a: correlate_direct(a, k), x[..., 0]) == 0  # planes: nothing to merge
+
+
+def test_other_backends_run_each_pass_as_xla_fuses_it(other_backend):
+    """Off CPU no pass is put in a loop of its own (on a GPU a conditional waits for its
+    predicate on the host) and the passes write no border band in place (the padded copy
+    fuses into the pass there): the programs the CPU tests above count loops in hold
+    neither. (A direct pass feeding a stage writes its bands in place on every backend.)"""
+    import imgproc
+    from imgproc.core.arrays import to_output
+
+    x = np.zeros((1, 40, 1024, 3), np.float32)  # rows that alias: the CPU's restrided copy
+    k25, k11 = np.ones(25, np.float32) / 25, np.ones(11, np.float32) / 11
+    k = np.arange(9, dtype=np.float32).reshape(3, 3)
+    calls = [lambda a: correlate_separable(a, k25, k25), lambda a: correlate_separable(a, k25, k25, float_rows=True),
+             lambda a: correlate_separable(a, k11, k11, finish=lambda y: to_output(y, np.uint8)),
+             lambda a: correlate_separable(a, k11, k11, keep=True), lambda a: correlate_direct(a, k),
+             lambda a: imgproc.gaussian_blur(a[0].astype(np.uint8), 3.0, method="separable"),
+             lambda a: imgproc.unsharp_mask(a[0], sigma=3.0, method="separable"),
+             imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 3.0, "method": "separable"},
+                               {"op": "sharpen", "method": "separable"}])]
+    for call in calls:
+        text = str(jax.make_jaxpr(call)(x))
+        assert "cond[" not in text and "dynamic_update_slice" not in text

@@ -201,7 +201,9 @@ def test_persistent_compilation_cache_is_private_and_hit(tmp_path):
     import subprocess
     import sys
 
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    from subprocesses import python_env
+
+    env = python_env(XDG_CACHE_HOME=str(tmp_path))  # this interpreter, importing imgproc as this process did
     env.pop("IMGPROC_CACHE_DIR", None)
     runs = [subprocess.run([sys.executable, "-c", CACHE_PROBE], env=env, capture_output=True, text=True) for _ in range(2)]
     assert [r.stdout.strip() for r in runs] == ["miss", "hit"], [r.stderr[-500:] for r in runs]

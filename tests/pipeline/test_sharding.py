@@ -26,6 +26,7 @@ import imgproc
 from imgproc import presets
 from imgproc.core import devices as _sharded
 from imgproc.pipeline import execution
+from subprocesses import python_env
 
 DEVICES = 4
 FOUR = jax.device_count() == DEVICES and jax.default_backend() == "cpu"
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.skipif(FOUR, reason="this is the 4-device process itself")
 def test_in_a_four_device_process():
     flags = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
-    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
+    env = python_env(XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")  # imports imgproc as this process did
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", __file__,
          "-k", "not test_in_a_four_device_process"],

@@ -10,6 +10,8 @@ from skimage.metrics import peak_signal_noise_ratio as psnr
 
 from imgproc.restoration.block_matching import _bior15_matrix8, _estimate_sigma, bm3d
 
+NO_PYWAVELETS = "PyWavelets is not installed (pip install PyWavelets): scikit-image's estimate_sigma, the reference, needs it"
+
 SIGMA = 25 / 255
 
 
@@ -114,6 +116,7 @@ def test_alpha_channel_is_carried_over():
 
 
 def test_estimate_sigma_matches_skimage(camera96):
+    pytest.importorskip("pywt", reason=NO_PYWAVELETS)
     from skimage.restoration import estimate_sigma
 
     for img in (_noisy(camera96[:33, :40], 0.1), _noisy(data.astronaut()[:31, :30] / 255.0, 0.05)):
@@ -124,7 +127,7 @@ def test_estimate_sigma_matches_skimage(camera96):
 
 
 def test_bior15_matrix_matches_pywavelets():
-    pywt = pytest.importorskip("pywt")
+    pywt = pytest.importorskip("pywt", reason="PyWavelets is not installed (pip install PyWavelets): the reference transform")
     import warnings
 
     with warnings.catch_warnings():

@@ -24,6 +24,9 @@ from imgproc.restoration.non_local_means import nl_means_nhwc
 from cases import GRID_MODES
 from jaxprs import equations
 
+# imgproc.estimate_sigma has its own db2 transform; the tests' reference, skimage's, imports PyWavelets
+NO_PYWAVELETS = "PyWavelets is not installed (pip install PyWavelets): scikit-image's estimate_sigma, the reference, needs it"
+
 
 def _per_channel(fn):
     def ref(x):
@@ -201,18 +204,28 @@ def test_planes_are_padded_along_outer_axes_only(op):
 
 
 @pytest.mark.parametrize("size", [3, 5])
-def test_median_runs_over_rows_in_a_loop_of_its_own(size, rng):
-    # the comparisons run over rows of W*C values inside a conditional (a result of its own),
-    # reshaped to (N, H, W, C) after it; reshaped inside, XLA:CPU ran the 5x5 network in
-    # loops over an innermost axis of C and took 8x longer
+def test_median_runs_over_rows_in_a_loop_of_its_own(size, rng, backend):
+    # on CPU the comparisons run over rows of W*C values inside a conditional (a result of
+    # its own), reshaped to (N, H, W, C) after it; reshaped inside, XLA:CPU ran the 5x5
+    # network in loops over an innermost axis of C and took 8x longer. Other backends have
+    # no such conditional (on a GPU it would wait for its predicate on the host). The
+    # values are scipy's everywhere.
     x = rng.integers(0, 256, (2, 9, 11, 3), dtype=np.uint8)
     jaxpr = jax.make_jaxpr(lambda x: R.median(x, size=size, mode="nearest"))(x).jaxpr
-    (cond,) = equations(jaxpr, "cond")
-    assert cond.outvars[0].aval.shape == (2, 9, 11 * 3)
+    if backend == "cpu":
+        (cond,) = equations(jaxpr, "cond")
+        assert cond.outvars[0].aval.shape == (2, 9, 11 * 3)
+    else:
+        assert equations(jaxpr, "cond") == []
     for first in (0, 7):  # the conditional's predicate reads the first value: both branches
         x[0, 0, 0, 0] = first
         ref = np.stack([ndi.median_filter(x[..., c], (1, size, size), mode="nearest") for c in range(3)], -1)
         np.testing.assert_array_equal(np.asarray(R.median(x, size=size, mode="nearest")), ref)
+
+
+def test_median_has_no_loop_of_its_own_off_cpu(other_backend):
+    x = np.zeros((2, 9, 11, 3), np.uint8)
+    assert equations(jax.make_jaxpr(lambda x: R.median(x, size=5, mode="nearest"))(x).jaxpr, "cond") == []
 
 
 @pytest.mark.parametrize("size", [3, 5])
@@ -329,7 +342,7 @@ def test_nl_means_reduces_noise_and_estimates(rng):
 
 
 def test_estimate_sigma_matches_skimage(rng):
-    pytest.importorskip("pywt")
+    pytest.importorskip("pywt", reason=NO_PYWAVELETS)
     x = np.clip(0.5 + 0.1 * rng.standard_normal((31, 26, 3)), 0, 1).astype(np.float32)
     ref = np.mean(skr.estimate_sigma(x.astype(np.float64), channel_axis=-1))
     assert abs(float(imgproc.estimate_sigma(x)) - ref) < 1e-5
@@ -342,12 +355,25 @@ def test_estimate_sigma_matches_skimage(rng):
     assert abs(float(imgproc.estimate_sigma(np.full((8, 8), 3, np.uint8)))) < 1e-6
 
 
+def test_estimate_sigma_and_auto_need_no_pywavelets(monkeypatch, rng):
+    """The noise estimate (and denoise's auto, built on it) is imgproc's own: it runs with
+    PyWavelets absent (an import of it fails here)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pywt", None)
+    with pytest.raises(ImportError):
+        import pywt  # noqa: F401
+    x = np.clip(0.5 + 0.1 * rng.standard_normal((29, 23, 3)), 0, 1).astype(np.float32)  # a shape of its own: traced here
+    assert 0.05 < float(imgproc.estimate_sigma(x)) < 0.15
+    assert imgproc.denoise(x).shape == x.shape
+
+
 @pytest.mark.parametrize("case", ["gray", "masked", "colour"])
 def test_estimate_sigma_cases_of_scikit_image(case):
     # scikit-image's test_estimate_sigma_{gray,masked_image,color} (restoration/tests/
     # test_denoise.py): noise sigma 0.1 added to the astronaut, or to the centre of a zero
     # image (the zero coefficients of the clean border are left out of the median)
-    pytest.importorskip("pywt")
+    pytest.importorskip("pywt", reason=NO_PYWAVELETS)
     from skimage import color, data
 
     rstate = np.random.default_rng(1234)
