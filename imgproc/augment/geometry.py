@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import HIGHEST, matmul, spatial_axes
+from imgproc.core.arrays import matmul, spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
