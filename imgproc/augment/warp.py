@@ -39,6 +39,19 @@ def _translation(tx, ty):
     return jnp.stack([jnp.stack([one, zero, tx]), jnp.stack([zero, one, ty]), jnp.stack([zero, zero, one])])
 
 
+def _rotation_shear(angle, shear):
+    """torchvision's ``RSS`` coefficients ``(a, b, c, d)`` of a rotation by ``angle`` and a
+    ``shear`` (degrees, float32; cos and sin exact at multiples of 90 degrees, so a
+    quarter turn keeps every pixel): the one computation both matrices below share."""
+    f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
+    cos_r, sin_r = cos_sin_degrees(angle)
+    cos_rs, sin_rs = cos_sin_degrees(f32(angle) - f32(shear[1]))
+    cos_sy, _ = cos_sin_degrees(shear[1])
+    cos_sx, sin_sx = cos_sin_degrees(shear[0])
+    tan_sx = sin_sx / cos_sx
+    return (cos_rs / cos_sy, -cos_rs * tan_sx / cos_sy - sin_r, sin_rs / cos_sy, -sin_rs * tan_sx / cos_sy + cos_r)
+
+
 def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.0, 0.0), center=None):
     """The forward 3×3 matrix (pixel-index coordinates) of :func:`affine` on an (h, w)
     image: torchvision's ``_get_inverse_affine_matrix(center, angle, translate, scale,
@@ -47,16 +60,7 @@ def affine_matrix(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0.
     coordinates, where pixel (0, 0) spans [0, 1]; default the image centre. Traced values
     allowed."""
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
-    # cos/sin exact at multiples of 90 degrees (a quarter turn keeps every pixel)
-    cos_r, sin_r = cos_sin_degrees(angle)
-    cos_rs, sin_rs = cos_sin_degrees(f32(angle) - f32(shear[1]))
-    cos_sy, _ = cos_sin_degrees(shear[1])
-    cos_sx, sin_sx = cos_sin_degrees(shear[0])
-    tan_sx = sin_sx / cos_sx
-    a = cos_rs / cos_sy
-    b = -cos_rs * tan_sx / cos_sy - sin_r
-    c = sin_rs / cos_sy
-    d = -sin_rs * tan_sx / cos_sy + cos_r
+    a, b, c, d = _rotation_shear(angle, shear)
     zero, one = jnp.zeros((), jnp.float32), jnp.ones((), jnp.float32)
     rss = f32(scale) * jnp.stack([jnp.stack([a, b, zero]), jnp.stack([c, d, zero]), jnp.stack([zero, zero, one / f32(scale)])])
     # the centre in pixel indices (index i is the pixel centre i + 0.5 of torchvision's coordinates)
@@ -85,15 +89,7 @@ def affine_inverse(h, w, *, angle=0.0, translate=(0.0, 0.0), scale=1.0, shear=(0
     f32 = lambda v: jnp.asarray(v, jnp.float32)  # noqa: E731
     cx, cy = (0.0, 0.0) if center is None else (f32(center[0]) - w * 0.5, f32(center[1]) - h * 0.5)
     tx, ty = f32(translate[0]), f32(translate[1])
-    cos_r, sin_r = cos_sin_degrees(angle)
-    cos_rs, sin_rs = cos_sin_degrees(f32(angle) - f32(shear[1]))
-    cos_sy, _ = cos_sin_degrees(shear[1])
-    cos_sx, sin_sx = cos_sin_degrees(shear[0])
-    tan_sx = sin_sx / cos_sx
-    a = cos_rs / cos_sy
-    b = -cos_rs * tan_sx / cos_sy - sin_r
-    c = sin_rs / cos_sy
-    d = -sin_rs * tan_sx / cos_sy + cos_r
+    a, b, c, d = _rotation_shear(angle, shear)
     s = f32(scale)
     m0, m1, m3, m4 = d / s, -b / s, -c / s, a / s
     # torchvision sums m0 (-cx - tx) + m1 (-cy - ty) + cx in float64; the centre's own term
