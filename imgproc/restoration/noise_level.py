@@ -84,7 +84,9 @@ def order_statistics(a, ranks):
             k = k - jnp.where(d > 0, jnp.take_along_axis(below, jnp.maximum(d - 1, 0)[:, None], 1)[:, 0], 0)
             prefix = (prefix << width) | d
         found.append(prefix)
-    return lax.bitcast_convert_type(jnp.stack(found, axis=1), jnp.float32)
+    # int32 bits back to float32 (with x64 on, the sums above are int64, and a 64-bit
+    # bitcast to float32 would split each value in two)
+    return lax.bitcast_convert_type(jnp.stack(found, axis=1).astype(jnp.int32), jnp.float32)
 
 
 def sigma_planes(planes):
