@@ -145,7 +145,7 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
     var2 = (2.0 * sigma * sigma)[:, None, None] * (cells / (2 * r + 1) ** 2)
     inv_h2 = (1.0 / jnp.maximum(h * h, 1e-30))[:, None, None]
     scale = 1.0 / (c * (2 * r + 1) ** 2)
-    offsets = jnp.asarray(half_window(d))
+    offsets = jnp.asarray(half_window(d), int)  # the slices' other indices' type (int64 with x64 on)
 
     def column_sums(k):
         """Offset ``k``'s squared differences summed over the channels and down each
