@@ -47,6 +47,8 @@ NOT_DIFFERENTIABLE = {
     "clahe": "lookups in per-tile histograms of 256 levels: " + _PIECEWISE,
     "jpeg_compression": "quantised DCT coefficients and 8-bit levels: " + _PIECEWISE,
     "binary": "a set of pixels (a two-level result): " + _PIECEWISE,
+    "bm3d": ("hard thresholding and block matching: its result jumps where a coefficient crosses the "
+             "threshold or a block's match changes, so its gradient describes no neighbourhood"),
 }
 
 
