@@ -208,3 +208,35 @@ def from_layout(x: np.ndarray, layout: str) -> np.ndarray:
     if layout == "NCHW":
         return np.moveaxis(x, 1, -1)
     return x
+
+
+# scipy's own cases (scipy/ndimage/tests/test_filters.py: test_sobel01-04, test_prewitt01-04,
+# test_laplace01, test_gaussian_laplace01, test_gaussian_gradient_magnitude01, and
+# gaussian_filter's order): its 3x5 image, each filter against the definition scipy's test
+# checks it with (1-D correlations, Gaussian derivatives), reflect mode. Rows: (name, call,
+# image scale, definition(image float64) -> float64). tests/filters/test_filters.py runs them.
+SCIPY_IMAGE = np.array([[3, 2, 5, 1, 4], [5, 8, 3, 7, 1], [5, 6, 9, 3, 5]], np.float64)
+
+
+def _c1(x, w, axis):
+    return ndi.correlate1d(x, np.asarray(w, np.float64), axis)
+
+
+SCIPY_FILTER_CASES = [
+    ("sobel01", lambda x: imgproc.sobel(x, 0), 1, lambda a: _c1(_c1(a, [-1, 0, 1], 0), [1, 2, 1], 1)),
+    ("sobel03", lambda x: imgproc.sobel(x, 1), 1, lambda a: _c1(_c1(a, [-1, 0, 1], 1), [1, 2, 1], 0)),
+    ("sobel04", lambda x: imgproc.sobel(x, -1), 1, lambda a: ndi.sobel(a, 1)),
+    ("prewitt01", lambda x: imgproc.prewitt(x, 0), 1, lambda a: _c1(_c1(a, [-1, 0, 1], 0), [1, 1, 1], 1)),
+    ("prewitt03", lambda x: imgproc.prewitt(x, 1), 1, lambda a: _c1(_c1(a, [-1, 0, 1], 1), [1, 1, 1], 0)),
+    ("prewitt04", lambda x: imgproc.prewitt(x, -1), 1, lambda a: ndi.prewitt(a, 1)),
+    ("laplace01", imgproc.laplace, 100, lambda a: _c1(a, [1, -2, 1], 0) + _c1(a, [1, -2, 1], 1)),
+    ("gaussian_laplace01", lambda x: imgproc.gaussian_laplace(x, 1.0), 100,
+     lambda a: ndi.gaussian_filter(a, 1.0, [2, 0]) + ndi.gaussian_filter(a, 1.0, [0, 2])),
+    ("gaussian_gradient_magnitude01", lambda x: imgproc.gaussian_gradient_magnitude(x, 1.0), 100,
+     lambda a: np.hypot(ndi.gaussian_filter(a, 1.0, [1, 0]), ndi.gaussian_filter(a, 1.0, [0, 1]))),
+    ("gauss01_sigma0", lambda x: imgproc.gaussian_blur(x, 0.0), 1, lambda a: a),
+    ("gauss05_order1", lambda x: imgproc.gaussian_blur(x, 1.0, order=1), 1, lambda a: ndi.gaussian_filter(a, 1.0, 1)),
+    ("gauss06_per_axis_sigma", lambda x: imgproc.gaussian_blur(x, (1.0, 1.0)), 1, lambda a: ndi.gaussian_filter(a, 1.0)),
+    ("orders_gauss_order3", lambda x: imgproc.gaussian_blur(x, 1.0, order=(3, 0)), 1,
+     lambda a: ndi.gaussian_filter(a, 1.0, (3, 0))),
+]

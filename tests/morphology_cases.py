@@ -51,3 +51,26 @@ def grey_reference(name, plane, options, mode, cval=0.0):
 def per_plane(fn, hwc):
     """``fn`` on each channel of an HWC image, stacked back."""
     return np.stack([fn(hwc[..., c]) for c in range(hwc.shape[-1])], axis=-1)
+
+
+# scipy's own cases (scipy/ndimage/tests/test_morphology.py: test_grey_erosion01,
+# test_grey_dilation01 with their literal results; test_grey_opening01, test_grey_closing01,
+# test_morphological_gradient02, test_white_tophat02, test_black_tophat02 against the
+# compositions they check): its 3x5 image and off-centre 2x3 footprints, scipy's default mode
+# (reflect). Rows: (name, op, footprint, expected: an array, or a function of the image).
+# Cases with a non-flat ``structure`` have no counterpart (imgproc's footprints are flat).
+SCIPY_IMAGE = np.array([[3, 2, 5, 1, 4], [7, 6, 9, 3, 5], [5, 8, 3, 7, 1]], np.uint8)
+_FP_E = [[1, 0, 1], [1, 1, 0]]
+_FP_D = [[0, 1, 1], [1, 0, 1]]
+SCIPY_MORPHOLOGY_CASES = [
+    ("grey_erosion01", "erosion", _FP_E, np.array([[2, 2, 1, 1, 1], [2, 3, 1, 3, 1], [5, 5, 3, 3, 1]])),
+    ("grey_dilation01", "dilation", _FP_D, np.array([[7, 7, 9, 9, 5], [7, 9, 8, 9, 7], [8, 8, 8, 7, 7]])),
+    ("grey_opening01", "opening", _FP_E,
+     lambda a: ndi.grey_dilation(ndi.grey_erosion(a, footprint=_FP_E), footprint=_FP_E)),
+    ("grey_closing01", "closing", _FP_E,
+     lambda a: ndi.grey_erosion(ndi.grey_dilation(a, footprint=_FP_E), footprint=_FP_E)),
+    ("morphological_gradient02", "morphological_gradient", _FP_E,
+     lambda a: ndi.grey_dilation(a, footprint=_FP_E) - ndi.grey_erosion(a, footprint=_FP_E)),
+    ("white_tophat02", "white_tophat", _FP_E, lambda a: a - ndi.grey_opening(a, footprint=_FP_E)),
+    ("black_tophat02", "black_tophat", _FP_E, lambda a: ndi.grey_closing(a, footprint=_FP_E) - a),
+]

@@ -1,11 +1,13 @@
 """Colour-space conversions with scikit-image's definitions: ``rgb_to_ycbcr`` /
-``ycbcr_to_rgb`` (``skimage.color.rgb2ycbcr``: ITU-R BT.601, studio range) and
+``ycbcr_to_rgb`` (``skimage.color.rgb2ycbcr``: ITU-R BT.601, studio range; with
+``full_range=True``, BT.601 full range as JPEG/JFIF and Pillow's ``convert("YCbCr")``) and
 ``rgb_to_lab`` / ``lab_to_rgb`` (``skimage.color.rgb2lab``: sRGB, D65, 2° observer).
 
 Like scikit-image, the RGB side is in [0, 1]: an RGB input is divided by ``max_value``
 (255 for uint8, 65535 for uint16, 1 for floats) and an RGB output is float32 in [0, 1]
 (``lab_to_rgb`` clips to it, as skimage does). YCbCr and Lab values are float32 in
-skimage's units (Y in [16, 235], Cb and Cr in [16, 240]; L in [0, 100]). They are
+skimage's units (Y in [16, 235], Cb and Cr in [16, 240]; full range: all three in
+[0, 255], Pillow's levels; L in [0, 100]). They are
 conversions, not pipeline stages (a stage keeps the value range).
 """
 
@@ -21,6 +23,10 @@ from imgproc.core.eager import compiled_when_eager
 
 YCBCR_FROM_RGB = np.array([[65.481, 128.553, 24.966], [-37.797, -74.203, 112.0], [112.0, -93.786, -18.214]])
 RGB_FROM_YCBCR = np.linalg.inv(YCBCR_FROM_RGB)
+# BT.601 full range (JFIF, what JPEG files and Pillow's "YCbCr" mode hold), on 0..255 levels
+YCBCR_FULL_FROM_RGB = np.array([[0.299, 0.587, 0.114], [-0.168735892, -0.331264108, 0.5],
+                                [0.5, -0.418687589, -0.081312411]])
+RGB_FROM_YCBCR_FULL = np.linalg.inv(YCBCR_FULL_FROM_RGB)
 XYZ_FROM_RGB = np.array([[0.412453, 0.357580, 0.180423], [0.212671, 0.715160, 0.072169],
                          [0.019334, 0.119193, 0.950227]])
 RGB_FROM_XYZ = np.linalg.inv(XYZ_FROM_RGB)
@@ -38,31 +44,60 @@ def _scaled(image, max_value):
 
 @callers_type
 @compiled_when_eager
-def rgb_to_ycbcr(image, *, max_value=None, layout=None):
-    """RGB to YCbCr as ``skimage.color.rgb2ycbcr``: ``Y = 16 + 65.481 R + 128.553 G + 24.966
-    B``, ... with R, G, B in [0, 1] (``x / max_value``); float32 out. 3 channels.
+def rgb_to_ycbcr(image, *, full_range=False, max_value=None, layout=None):
+    """RGB to YCbCr (ITU-R BT.601), float32 out; 3 channels, any layout.
+
+    ``full_range=False`` (the default): the studio range of ``skimage.color.rgb2ycbcr``,
+    ``Y = 16 + 65.481 R + 128.553 G + 24.966 B``, ... with R, G, B in [0, 1] (``x /
+    max_value``): Y in [16, 235], Cb and Cr in [16, 240]. ``full_range=True``: the full
+    range of JPEG/JFIF, what Pillow's ``Image.convert("YCbCr")`` computes (within one level;
+    Pillow rounds its fixed-point sums): ``Y = 0.299 R + 0.587 G + 0.114 B``, ``Cb = 128 +
+    0.5 (B - Y) / 0.886``, ``Cr = 128 + 0.5 (R - Y) / 0.701`` with R, G, B in 0..255, all
+    three in [0, 255].
 
     Example:
         >>> import numpy as np, imgproc
         >>> np.round(imgproc.rgb_to_ycbcr(np.array([[[255, 255, 255]]], np.uint8)), 3).tolist()
         [[[235.0, 128.0, 128.0]]]
+        >>> np.round(imgproc.rgb_to_ycbcr(np.array([[[255, 0, 0]]], np.uint8), full_range=True)).tolist()
+        [[[76.0, 85.0, 256.0]]]
     """
+    _check_full_range(full_range)
     s = _scaled(image, max_value)
+    if full_range:
+        s = s * 255.0
+        return on_planes(image, layout, "rgb_to_ycbcr",
+                          lambda r, g, b: _mat(YCBCR_FULL_FROM_RGB, (r * s, g * s, b * s), (0.0, 128.0, 128.0)))[0]
     return on_planes(image, layout, "rgb_to_ycbcr",
                       lambda r, g, b: _mat(YCBCR_FROM_RGB, (r * s, g * s, b * s), (16.0, 128.0, 128.0)))[0]
 
 
+def _check_full_range(full_range):
+    if not isinstance(full_range, (bool, np.bool_)):
+        raise ValueError(f"full_range must be True (BT.601 full range, as JPEG and Pillow) or False (studio "
+                         f"range, as skimage); got {full_range!r}")
+
+
 @callers_type
 @compiled_when_eager
-def ycbcr_to_rgb(image, *, layout=None):
-    """YCbCr (skimage's units) to RGB in [0, 1], float32: ``skimage.color.ycbcr2rgb`` (the
-    inverse matrix; not clipped, as skimage).
+def ycbcr_to_rgb(image, *, full_range=False, layout=None):
+    """YCbCr to RGB in [0, 1], float32 (the inverse matrix; not clipped, as skimage).
+
+    ``full_range=False``: YCbCr in skimage's studio-range units, ``skimage.color.ycbcr2rgb``.
+    ``full_range=True``: BT.601 full range on 0..255 levels (JPEG/JFIF; a Pillow "YCbCr"
+    image), whose RGB Pillow's ``convert("RGB")`` gives (times 255, within one level).
 
     Example:
         >>> import numpy as np, imgproc
         >>> np.round(imgproc.ycbcr_to_rgb(np.array([[[235.0, 128.0, 128.0]]], np.float32)), 4).tolist()
         [[[1.0, 1.0, 1.0]]]
+        >>> np.round(imgproc.ycbcr_to_rgb(np.array([[[255.0, 128.0, 128.0]]], np.float32), full_range=True), 4).tolist()
+        [[[1.0, 1.0, 1.0]]]
     """
+    _check_full_range(full_range)
+    if full_range:
+        return on_planes(image, layout, "ycbcr_to_rgb",
+                          lambda y, cb, cr: tuple(p / 255.0 for p in _mat(RGB_FROM_YCBCR_FULL, (y, cb - 128.0, cr - 128.0))))[0]
     return on_planes(image, layout, "ycbcr_to_rgb",
                       lambda y, cb, cr: _mat(RGB_FROM_YCBCR, (y - 16.0, cb - 128.0, cr - 128.0)))[0]
 

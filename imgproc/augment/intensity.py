@@ -26,7 +26,7 @@ from imgproc.core.arrays import channel_axis, from_nhwc, materialized, resolve_m
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import bernoulli, doctests, maybe, random_op
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_number, is_traced
 
 # The 3x3 smoothing kernel of PIL's ImageFilter.SMOOTH and torchvision's adjust_sharpness.
@@ -159,7 +159,8 @@ def posterize_float(x, bits, m):
 @compiled_when_eager
 def posterize(image, bits, *, max_value=None, layout=None):
     """Keep the top ``bits`` bits of each value: torchvision's ``posterize``
-    (``PIL.ImageOps.posterize`` on uint8: ``x & (0xFF << (8 - bits))``).
+    (``PIL.ImageOps.posterize`` on uint8: ``x & (0xFF << (8 - bits))``). Not
+    differentiable: integer levels (its gradient is 0 almost everywhere).
 
     Integer ranges (``max_value`` 255 or 65535, see the module docstring) mask the bits of
     ``floor(clip(x, 0, max))`` (8 or 16 of them); a float range uses torchvision's float
@@ -245,7 +246,8 @@ def channel_extrema(y):
 @compiled_when_eager
 def equalize(image, *, max_value=None, layout=None):
     """Histogram equalisation of each channel of each image: ``PIL.ImageOps.equalize`` (what
-    torchvision's ``equalize`` computes, also for tensors).
+    torchvision's ``equalize`` computes, also for tensors). Not differentiable: a lookup in a
+    histogram (its gradient is 0 almost everywhere).
 
     The values are binned in 256 levels as torchvision converts a tensor to uint8 first:
     a uint8 image (``max_value`` 255) is its own levels, any other range ``floor(clip(x, 0,
@@ -396,9 +398,9 @@ OPS = (
     OpInfo("to_float", to_float, out_dtype="float32"),
     OpInfo("normalize", normalize, out_dtype="float32"),
     OpInfo("invert", invert),
-    OpInfo("posterize", posterize),
+    OpInfo("posterize", posterize, not_differentiable=NOT_DIFFERENTIABLE["posterize"]),
     OpInfo("solarize", solarize),
-    OpInfo("equalize", equalize),
+    OpInfo("equalize", equalize, not_differentiable=NOT_DIFFERENTIABLE["equalize"]),
     OpInfo("autocontrast", autocontrast),
     OpInfo("adjust_sharpness", adjust_sharpness),
     random_op("random_invert", _p_params, _apply_invert,
@@ -406,13 +408,15 @@ OPS = (
     ``{"apply": bool}``."""),
     random_op("random_posterize", _posterize_params, _apply_posterize,
               doc=""":func:`posterize` with probability ``p`` (torchvision's ``RandomPosterize``; its
-    ``bits`` has no default, imgproc's is 4). Parameters: ``{"apply": bool}``."""),
+    ``bits`` has no default, imgproc's is 4). Parameters: ``{"apply": bool}``. Not
+    differentiable, as :func:`posterize`.""", not_differentiable=NOT_DIFFERENTIABLE["posterize"]),
     random_op("random_solarize", _solarize_params, _apply_solarize,
               doc=""":func:`solarize` with probability ``p`` (torchvision's ``RandomSolarize``;
     ``threshold=None`` is half the range, 127.5 on uint8). Parameters: ``{"apply": bool}``."""),
     random_op("random_equalize", _p_params, _apply_equalize,
               doc=""":func:`equalize` with probability ``p`` (torchvision's ``RandomEqualize``). Parameters:
-    ``{"apply": bool}``."""),
+    ``{"apply": bool}``. Not differentiable, as :func:`equalize`.""",
+              not_differentiable=NOT_DIFFERENTIABLE["equalize"]),
     random_op("random_autocontrast", _p_params, _apply_autocontrast,
               doc=""":func:`autocontrast` with probability ``p`` (torchvision's ``RandomAutocontrast``).
     Parameters: ``{"apply": bool}``."""),

@@ -36,7 +36,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc.core.images import check_image
 from imgproc.core.keys import doctests, random_op
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_int, check_range, is_traced
 
 # ITU T.81 Annex K.1 (the IJG "standard" tables), in natural (row-major) order.
@@ -158,7 +158,8 @@ def jpeg_compression(image, quality, *, max_value=None, layout=None):
     """The image after a JPEG encode and decode at ``quality`` (1..100, libjpeg's scale),
     computed in JAX (see the module docstring for every step): 4:2:0 chroma subsampling,
     8x8 DCT, the IJG quantisation tables scaled as libjpeg does, libjpeg's fancy chroma
-    upsampling. Compared with Pillow's encoder and decoder at the same quality in
+    upsampling. Not differentiable: quantised coefficients and 8-bit levels (its gradient
+    is 0 almost everywhere). Compared with Pillow's encoder and decoder at the same quality in
     ``tests/augment/test_jpeg.py`` (PSNR, see docs/augment.md).
 
     Args:
@@ -196,12 +197,13 @@ def _apply_jpeg(image, params, *, layout, max_value=None):
 
 
 OPS = (
-    OpInfo("jpeg_compression", jpeg_compression),
+    OpInfo("jpeg_compression", jpeg_compression, not_differentiable=NOT_DIFFERENTIABLE["jpeg_compression"]),
     random_op("random_jpeg_compression", _jpeg_params, _apply_jpeg,
               doc=""":func:`jpeg_compression` at a quality drawn uniformly from the integers of
     ``quality_range`` (inclusive; albumentations' ``ImageCompression`` default range is
     (99, 100), torchvision's ``JPEG`` takes the range explicitly). Parameters:
-    ``{"quality": int32}``."""),
+    ``{"quality": int32}``. Not differentiable, as :func:`jpeg_compression`.""",
+              not_differentiable=NOT_DIFFERENTIABLE["jpeg_compression"]),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
 __test__ = doctests(OPS)  # the examples of the functions random_op wrote

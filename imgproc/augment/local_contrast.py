@@ -30,7 +30,7 @@ from imgproc.core.arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import doctests, random_op, uniform
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_number, check_range, check_size_pair
 
 BINS = 256
@@ -101,7 +101,8 @@ def clahe(image, *, clip_limit=40.0, tiles=(8, 8), max_value=None, layout=None):
     """Contrast-limited adaptive histogram equalisation of each channel: OpenCV's
     ``cv2.createCLAHE(clipLimit=clip_limit, tileGridSize=(tiles[1], tiles[0])).apply``
     (module docstring: every step). uint8 results equal OpenCV's (tested on grayscale
-    images and per channel of RGB ones).
+    images and per channel of RGB ones). Not differentiable: lookups in per-tile
+    histograms (its gradient is 0 almost everywhere).
 
     Args:
         image: HW, HWC, CHW, NHWC or NCHW; any accepted dtype (binned in 256 levels).
@@ -137,11 +138,12 @@ def _apply_clahe(image, params, *, layout, tiles=(8, 8), max_value=None):
 
 
 OPS = (
-    OpInfo("clahe", clahe),
+    OpInfo("clahe", clahe, not_differentiable=NOT_DIFFERENTIABLE["clahe"]),
     random_op("random_clahe", _clahe_params, _apply_clahe,
               doc=""":func:`clahe` with ``clip_limit ~ U(clip_range)`` (albumentations' ``CLAHE(clip_limit=(1,
     4))`` range; it applies CLAHE to the L channel of Lab for RGB images, imgproc to each
-    channel). Parameters: ``{"clip_limit"}``."""),
+    channel). Parameters: ``{"clip_limit"}``. Not differentiable, as :func:`clahe`.""",
+              not_differentiable=NOT_DIFFERENTIABLE["clahe"]),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay
 __test__ = doctests(OPS)  # the examples of the functions random_op wrote

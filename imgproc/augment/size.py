@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 
 from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
@@ -259,7 +260,17 @@ def _pad(image, ltrb, layout, mode, cval):
         fill = back(jnp.asarray(cval, jnp.float32), image.dtype)
         widths = [(0, 0)] * image.ndim
         widths[a], widths[b] = (top, bottom), (left, right)
-        return jnp.pad(image, widths, constant_values=fill)
+        if not isinstance(cval, jax.core.Tracer):
+            return jnp.pad(image, widths, constant_values=fill)
+        # a traced cval: the pad's transpose (jax.grad) fails when only the fill is
+        # differentiated, so the fill goes in with a select outside the image instead
+        shape = [n + lo + hi for n, (lo, hi) in zip(image.shape, widths)]
+        inside = jnp.ones((), bool)
+        for axis in (a, b):
+            lo, n = widths[axis][0], image.shape[axis]
+            idx = lax.broadcasted_iota(jnp.int32, shape, axis)
+            inside = inside & (idx >= lo) & (idx < lo + n)
+        return jnp.where(inside, jnp.pad(image, widths), fill.astype(image.dtype))
     x = pad_axis(image, top, bottom, a, mode)
     return pad_axis(x, left, right, b, mode)
 

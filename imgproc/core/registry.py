@@ -32,11 +32,24 @@ from typing import Callable, Mapping
 import jax
 import numpy as np
 
-__all__ = ["KEEPS_TARGETS", "CanvasForm", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
+__all__ = ["KEEPS_TARGETS", "NOT_DIFFERENTIABLE", "CanvasForm", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
            "registered_ops"]
 
 # OpInfo.targets of an op that changes pixel values only: boxes, masks and keypoints stay.
 KEEPS_TARGETS = "keeps targets"
+
+# OpInfo.not_differentiable of the ops with no useful gradient, by kind (the families' tables
+# name them; tests/test_gradients.py checks that exactly these ops say so).
+_PIECEWISE = "its result is piecewise constant in the image, so its gradient is 0 almost everywhere"
+NOT_DIFFERENTIABLE = {
+    "posterize": "integer levels: " + _PIECEWISE,
+    "equalize": "a lookup in the histogram of 256 levels: " + _PIECEWISE,
+    "clahe": "lookups in per-tile histograms of 256 levels: " + _PIECEWISE,
+    "jpeg_compression": "quantised DCT coefficients and 8-bit levels: " + _PIECEWISE,
+    "binary": "a set of pixels (a two-level result): " + _PIECEWISE,
+    "bm3d": ("hard thresholding and block matching: its result jumps where a coefficient crosses the "
+             "threshold or a block's match changes, so its gradient describes no neighbourhood"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +203,11 @@ class OpInfo:
             run on the spec's value when the stage is built, so that a bad choice is refused
             by ``Pipeline(...)`` (and ``imgproc run`` names the spec file) rather than at the
             first call. The option is kept as written (an alias stays an alias).
+        not_differentiable: why the op has no useful gradient (its result is piecewise
+            constant in the image: integer levels, histograms, sets of pixels), also said
+            in its docstring; None (the rule): ``jax.grad`` with respect to the image and
+            its continuous options is right wherever the op is smooth (between documented
+            kinks), checked over the registry by tests/test_gradients.py.
     """
 
     name: str
@@ -203,6 +221,7 @@ class OpInfo:
     out_dtype: str | None = None
     canvas: CanvasForm | None = None
     checks: Mapping[str, Callable] = dataclasses.field(default_factory=dict, compare=False)
+    not_differentiable: str | None = None
 
     @property
     def random(self) -> bool:

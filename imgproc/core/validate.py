@@ -305,8 +305,12 @@ def _user_stacklevel() -> int:
 
 def check_dtype(dtype):
     """``dtype`` if it is one of :data:`DTYPES` (float64 is converted before this check by
-    :func:`imgproc.core.array_type.as_input`)."""
+    :func:`imgproc.core.array_type.as_input`), or float64 itself when it is a JAX array's
+    dtype: only possible with ``jax_enable_x64`` on, where ops compute in float64 (what the
+    gradient checks use, tests/test_gradients.py)."""
     dt = jnp.dtype(dtype)
+    if dt.name == "float64" and jax.config.jax_enable_x64:
+        return dt
     if dt.name not in DTYPES:
         hint = ""
         if dt.kind in "iu":

@@ -53,7 +53,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_bhwc, resolve_max, to_bhwc
 from imgproc.core.boundary import index_map
 from imgproc.core.images import check_image
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_layout, check_mode, check_number,
                                    check_size_pair, is_traced)
 
@@ -452,6 +452,9 @@ _BINARY_DOC = """Binary {what} of each channel: ``scipy.ndimage.{name}(plane != 
         max_value: the value of a set pixel for non-bool images (None: 255 for uint8,
             65535 for uint16, 1 for floats).
         layout: as for :func:`imgproc.correlate`.
+
+    Not differentiable: the result is a set of pixels (two levels), piecewise constant in
+    the image (its gradient is 0 almost everywhere).
 """
 
 
@@ -525,9 +528,13 @@ OPS = (
     OpInfo("closing", closing, checks=MORPHOLOGY_CHECKS),
     OpInfo("white_tophat", white_tophat, checks=MORPHOLOGY_CHECKS),
     OpInfo("black_tophat", black_tophat, checks=MORPHOLOGY_CHECKS),
-    OpInfo("binary_erosion", binary_erosion, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]}),
-    OpInfo("binary_dilation", binary_dilation, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]}),
-    OpInfo("binary_opening", binary_opening, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]}),
-    OpInfo("binary_closing", binary_closing, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]}),
+    OpInfo("binary_erosion", binary_erosion, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]},
+           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
+    OpInfo("binary_dilation", binary_dilation, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]},
+           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
+    OpInfo("binary_opening", binary_opening, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]},
+           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
+    OpInfo("binary_closing", binary_closing, checks={"footprint": MORPHOLOGY_CHECKS["footprint"]},
+           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

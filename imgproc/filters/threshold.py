@@ -71,6 +71,10 @@ def threshold_otsu(image, *, nbins=256, layout=None):
     fall in the next bin, which can move the result by one bin. A constant image gives its
     value (scikit-image's rule). Pixels ``> threshold`` are the foreground.
 
+    Not differentiable (and not a registered op: it returns a number, not an image): a
+    histogram's best split, piecewise constant in the image (float images: moves with
+    the minimum and maximum only).
+
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
         nbins: bins of a float image's histogram (static).

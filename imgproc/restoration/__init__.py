@@ -11,8 +11,8 @@ uint8, 0..65535 for uint16, 0..1 for floats). ``max_value=None`` means the input
 range (255, 65535 or 1.0; inside a :class:`imgproc.Pipeline`, the range of the dtype the
 pipeline was called with), resolved by :func:`imgproc.core.arrays.resolve_max`.
 
-Options that set shapes (``patch_size``, ``search_size``, ``size``, ``mode``, ``layout``,
-``method``) are static; numeric ones (``sigma``, ``h``, ``weight``, ``eps``, ``n_iter``,
+Options that set shapes or loop lengths (``patch_size``, ``search_size``, ``size``, ``mode``,
+``layout``, ``method``, ``n_iter``) are static; numeric ones (``sigma``, ``h``, ``weight``, ``eps``,
 ``sigma_color``, ``sigma_spatial`` with an explicit ``size``) are traced: a new value does
 not recompile.
 

@@ -19,7 +19,7 @@ from jax import lax
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import HIGHEST, check_dtype, from_nhwc, matmul, resolve_max, to_nhwc, to_output
 from imgproc.core.images import check_image
-from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_mode, check_number, check_odd,
                                    check_per_image)
 from imgproc.restoration.noise_level import sigma_nhwc
@@ -554,6 +554,10 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
     (whole rows of the reference grid) by one compiled loop, so memory stays bounded on large
     images; every image shape and option set compiles once.
 
+    Not differentiable: hard thresholding and block matching make the result jump where a
+    coefficient crosses the threshold or a match changes (tests/test_gradients.py measures
+    central differences that do not converge).
+
     Colour (3 channels, or 4 with alpha carried over unchanged) is denoised as BM3D does:
     the opponent colour transform of the reference package, grouping on the luma channel,
     each channel thresholded with its own noise level (``sigma`` times the norm of its row of
@@ -699,6 +703,6 @@ def bm3d(image, *, sigma=None, max_value=None, stage="both", block_size=8, step=
 
 
 OPS = (
-    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": check_stage}),
+    OpInfo("bm3d", bm3d, checks={**MODE_CHECK, "stage": check_stage}, not_differentiable=NOT_DIFFERENTIABLE["bm3d"]),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -84,7 +84,24 @@ def order_statistics(a, ranks):
             k = k - jnp.where(d > 0, jnp.take_along_axis(below, jnp.maximum(d - 1, 0)[:, None], 1)[:, 0], 0)
             prefix = (prefix << width) | d
         found.append(prefix)
-    return lax.bitcast_convert_type(jnp.stack(found, axis=1), jnp.float32)
+    # int32 bits back to float32 (with x64 on, the sums above are int64, and a 64-bit
+    # bitcast to float32 would split each value in two)
+    return lax.bitcast_convert_type(jnp.stack(found, axis=1).astype(jnp.int32), jnp.float32)
+
+
+@jax.custom_jvp
+def _selected(a, ranks):
+    """:func:`order_statistics`, differentiable: a value's derivative is that of the element
+    it is (found only when differentiated: the bit patterns carry no gradient)."""
+    return order_statistics(a, ranks)
+
+
+@_selected.defjvp
+def _selected_jvp(primals, tangents):
+    a, ranks = primals
+    v = order_statistics(a, ranks)
+    at = jnp.argmax(a[:, None, :] == v[:, :, None], axis=2)
+    return v, jnp.take_along_axis(tangents[0], at, axis=1)
 
 
 def sigma_planes(planes):
@@ -100,7 +117,7 @@ def sigma_planes(planes):
     hi = jnp.clip(zeros + m // 2, 0, total - 1)
     ranks = jnp.stack([lo, hi], axis=1)
     if jax.default_backend() == "cpu":
-        v = order_statistics(a, ranks)
+        v = _selected(a, ranks)
     else:  # GPU/TPU sorts fast; the histograms' scatter-adds there are not measured (no GPU lent)
         v = jnp.take_along_axis(jnp.sort(a, axis=1), ranks, axis=1)
     return jnp.where(m > 0, 0.5 * (v[:, 0] + v[:, 1]) / _NORM_PPF_075, 0.0)

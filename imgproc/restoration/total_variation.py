@@ -20,52 +20,61 @@ from imgproc.restoration.common import prepare
 __all__ = ["tv_chambolle"]
 
 
-def _tv_plane(f, weight, eps, n_iter):
-    """skimage's ``_denoise_tv_chambolle_nd`` on one 2-D plane (float32)."""
+def _tv_step(f, p, i, weight):
+    """One iteration of skimage's ``_denoise_tv_chambolle_nd`` on one 2-D plane ``f``:
+    ``(p_new, out, energy)``, ``out`` the estimate of dual variable ``p``."""
     tau = 0.25  # 1 / (2 * ndim)
+    py, px = p
+    d = -(py + px)
+    d = d.at[1:].add(py[:-1])
+    d = d.at[:, 1:].add(px[:, :-1])
+    d = jnp.where(i > 0, d, 0.0)
+    out = f + d
+    gy = jnp.concatenate([out[1:] - out[:-1], jnp.zeros_like(out[:1])], axis=0)
+    gx = jnp.concatenate([out[:, 1:] - out[:, :-1], jnp.zeros_like(out[:, :1])], axis=1)
+    norm = jnp.sqrt(gy * gy + gx * gx)
+    e = (jnp.sum(d * d) + weight * jnp.sum(norm)) / f.size
+    norm = 1.0 + norm * (tau / weight)
+    return ((py - tau * gy) / norm, (px - tau * gx) / norm), out, e
 
-    def grad(u):
-        gy = jnp.concatenate([u[1:] - u[:-1], jnp.zeros_like(u[:1])], axis=0)
-        gx = jnp.concatenate([u[:, 1:] - u[:, :-1], jnp.zeros_like(u[:, :1])], axis=1)
-        return gy, gx
 
-    def step(p, i):
-        py, px = p
-        d = -(py + px)
-        d = d.at[1:].add(py[:-1])
-        d = d.at[:, 1:].add(px[:, :-1])
-        d = jnp.where(i > 0, d, 0.0)
-        out = f + d
-        gy, gx = grad(out)
-        norm = jnp.sqrt(gy * gy + gx * gx)
-        e = (jnp.sum(d * d) + weight * jnp.sum(norm)) / f.size
-        norm = 1.0 + norm * (tau / weight)
-        return ((py - tau * gy) / norm, (px - tau * gx) / norm), out, e
+def _tv_planes(planes, weight, eps, n_iter: int):
+    """skimage's ``_denoise_tv_chambolle_nd`` on each 2-D plane of ``planes`` (P, H, W).
 
-    def cond(state):
-        i, _, _, _, _, done = state
-        return (i < n_iter) & ~done
+    ``n_iter`` iterations as a ``lax.scan`` (a fixed count, so reverse-mode ``jax.grad``
+    works, which a ``while_loop`` does not allow): a plane whose energy changed by less
+    than ``eps`` times its first energy stops there, as in skimage (its state is held for
+    the remaining iterations), and once every plane has stopped, the remaining iterations
+    skip the work (a ``lax.cond``). Under differentiation the stop is held too: the
+    gradient is that of the iterations each plane actually ran. Reverse mode keeps each
+    iteration's state: memory grows with ``n_iter`` times the image."""
+    step = jax.vmap(_tv_step, in_axes=(0, 0, None, None))
 
-    def body(state):
-        i, p, _, e_init, e_prev, _ = state
-        p_new, out, e = step(p, i)
+    def advance(state):
+        i, p, out, e_init, e_prev, done = state
+        p_new, out_new, e = step(planes, p, i, weight)
         e_init = jnp.where(i == 0, e, e_init)
         stop = (i > 0) & (jnp.abs(e_prev - e) < eps * e_init)
-        return i + 1, p_new, out, e_init, e, stop
+        hold = done[:, None, None]
+        p = tuple(jnp.where(hold, a, b) for a, b in zip(p, p_new))
+        out = jnp.where(hold, out, out_new)
+        return i + 1, p, out, e_init, jnp.where(done, e_prev, e), done | stop
 
-    zeros = jnp.zeros_like(f)
-    z = jnp.float32(0)
-    state = (jnp.int32(0), (zeros, zeros), f, z, z, jnp.bool_(False))
-    return lax.while_loop(cond, body, state)[2]
+    def body(state, _):
+        return lax.cond(jnp.all(state[5]), lambda s: s, advance, state), None
+
+    zeros = jnp.zeros_like(planes)
+    z = jnp.zeros(planes.shape[:1], planes.dtype)
+    state = (jnp.int32(0), (zeros, zeros), planes, z, z, jnp.zeros(planes.shape[:1], bool))
+    return lax.scan(body, state, None, length=n_iter)[0][2]
 
 
-@functools.partial(jax.jit, static_argnames=("layout",))
-def _tv_chambolle(image, weight, eps, n_iter, *, layout):
+@functools.partial(jax.jit, static_argnames=("layout", "n_iter"))
+def _tv_chambolle(image, weight, eps, *, n_iter, layout):
     x = to_bhwc(image.astype(jnp.float32), layout)
     b, h, w, c = x.shape
     planes = jnp.moveaxis(x, 3, 1).reshape(b * c, h, w)
-    fn = jax.vmap(lambda pl: _tv_plane(pl, weight, eps, n_iter))
-    y = jnp.moveaxis(fn(planes).reshape(b, c, h, w), 1, 3)
+    y = jnp.moveaxis(_tv_planes(planes, weight, eps, n_iter).reshape(b, c, h, w), 1, 3)
     return to_output(y.reshape(image.shape), image.dtype)
 
 
@@ -80,10 +89,17 @@ def tv_chambolle(image, *, weight=0.1, n_iter=200, eps=2e-4, max_value=None, lay
     channel stops when its energy changes by less than ``eps`` times its first energy, or
     after ``n_iter`` iterations.
 
+    Differentiable (``jax.grad`` with respect to the image and ``weight``): the iterations
+    are a ``lax.scan`` of ``n_iter`` steps, and the gradient is that of the iterations
+    each channel ran (its stop is held, not differentiated); reverse mode keeps every
+    iteration's state, so its memory grows with ``n_iter``.
+
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
         weight: denoising weight relative to ``max_value`` (> 0; larger: smoother).
-        n_iter: maximum number of iterations (integer >= 1; traced).
+        n_iter: maximum number of iterations (integer >= 1; static: the program runs a
+            ``lax.scan`` of this length, whose iterations after every channel has stopped
+            cost nothing, so that ``jax.grad`` works; a new value compiles again).
         eps: relative energy change that stops the iteration (>= 0).
         max_value: white; ``None``: the dtype's range (see the module docstring).
         layout: as for :func:`imgproc.correlate`.
@@ -100,12 +116,15 @@ def tv_chambolle(image, *, weight=0.1, n_iter=200, eps=2e-4, max_value=None, lay
     """
     check_per_image("weight", weight, low_open=True)
     check_per_image("eps", eps)
-    if not is_traced(n_iter) and (isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1):
+    if is_traced(n_iter):
+        raise ValueError("n_iter sets the length of tv_chambolle's loop: it must be a Python integer >= 1, "
+                         "not a traced value")
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
         raise ValueError(f"n_iter must be an integer >= 1; got {n_iter!r}")
     image, layout = prepare(image, layout)
     mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
     w = jnp.asarray(weight, jnp.float32) * jnp.asarray(mv, jnp.float32)
-    return _tv_chambolle(image, w, jnp.asarray(eps, jnp.float32), jnp.asarray(n_iter, jnp.int32), layout=layout)
+    return _tv_chambolle(image, w, jnp.asarray(eps, jnp.float32), n_iter=int(n_iter), layout=layout)
 
 
 # It iterates over the whole image: registered without a radius, so a pipeline runs it at

@@ -95,6 +95,33 @@ def test_colour_spaces_match_skimage(name, ours, ref, x, atol):
     np.testing.assert_allclose(jitted, y, atol=atol, rtol=1e-6)  # float32 reassociation under jit
 
 
+def test_full_range_ycbcr_matches_pillow_within_one_level():
+    """``full_range=True`` is BT.601 full range as JPEG: Pillow's ``convert("YCbCr")`` and
+    back (Pillow rounds fixed-point sums: within one level on uint8)."""
+    from PIL import Image
+
+    corners = np.array([[[0, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 0],
+                         [0, 255, 255], [255, 0, 255], [128, 128, 128], [1, 254, 3], [200, 10, 90], [17, 17, 230],
+                         [99, 180, 42], [250, 250, 5]]], np.uint8)
+    rgb = np.concatenate([X.reshape(1, -1, 3), corners], axis=1)
+    ours = np.asarray(imgproc.rgb_to_ycbcr(rgb, full_range=True))
+    pil = np.asarray(Image.fromarray(rgb, "RGB").convert("YCbCr")).astype(np.float32)
+    assert np.abs(np.clip(np.round(ours), 0, 255) - pil).max() <= 1
+    assert np.abs(ours - pil).max() <= 1.0
+    back = np.asarray(imgproc.ycbcr_to_rgb(pil, full_range=True)) * 255
+    pil_back = np.asarray(Image.fromarray(pil.astype(np.uint8), "YCbCr").convert("RGB")).astype(np.float32)
+    assert np.abs(np.clip(np.round(back), 0, 255) - pil_back).max() <= 1
+    f = X.astype(np.float32) / 255
+    np.testing.assert_allclose(imgproc.ycbcr_to_rgb(imgproc.rgb_to_ycbcr(f, full_range=True), full_range=True), f,
+                               atol=1e-5)
+    np.testing.assert_allclose(imgproc.rgb_to_ycbcr(f, full_range=True), ours[0, :X[..., 0].size].reshape(X.shape),
+                               atol=1e-3)  # any value range: a float image in [0, 1] gives the same levels
+    default = np.asarray(imgproc.rgb_to_ycbcr(X))
+    np.testing.assert_allclose(default, skc.rgb2ycbcr(X), atol=1e-4)  # the default stays skimage's studio range
+    with pytest.raises(ValueError, match="full_range must be True"):
+        imgproc.rgb_to_ycbcr(X, full_range="jpeg")
+
+
 def test_colour_space_ranges_and_round_trips():
     f = X.astype(np.float32) / 255
     np.testing.assert_allclose(imgproc.rgb_to_lab(f), imgproc.rgb_to_lab(X), atol=1e-4)

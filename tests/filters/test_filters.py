@@ -7,7 +7,7 @@ import pytest
 
 import imgproc
 import scipy.ndimage as ndi
-from cases import CASE_IDS, CASES, from_layout, reference, to_layout
+from cases import CASE_IDS, CASES, SCIPY_FILTER_CASES, SCIPY_IMAGE, from_layout, reference, to_layout
 
 MODES = imgproc.MODES
 LAYOUTS = imgproc.LAYOUTS
@@ -471,3 +471,12 @@ def test_pad_first_passes_match_scipy(monkeypatch, mode):
 def test_separable_needs_a_concrete_kernel():
     with pytest.raises(ValueError, match="needs a concrete kernel"):
         jax.jit(lambda x, k: imgproc.correlate(x, k, method="separable"))(np.zeros((5, 5), np.float32), np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("name, call, scale, definition", SCIPY_FILTER_CASES, ids=[c[0] for c in SCIPY_FILTER_CASES])
+def test_scipys_own_cases(name, call, scale, definition):
+    """scipy's ndimage test_filters.py cases for the derivative filters (tests/cases.py)."""
+    x = SCIPY_IMAGE * scale
+    got = np.asarray(call(x.astype(np.float32)))
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_allclose(got, definition(x), rtol=1e-5, atol=1e-4 * scale)

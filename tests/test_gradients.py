@@ -1,0 +1,203 @@
+"""Every registered op is differentiable (kornia's ``gradcheck`` in its ``BaseTester``, run
+over the registry): on a float image, ``jax.grad`` with respect to the image and to each
+continuous option agrees with central differences of the same function. An op with no
+useful gradient by nature says so (``OpInfo.not_differentiable``, and its docstring), and
+this file checks exactly that list.
+
+How: ``f(x, options) = sum(w * op(x, options))`` for a fixed random ``w``; its reverse-mode
+gradient, projected on random directions ``v`` (of the image, of each option), against
+``(f(p + eps v) - f(p - eps v)) / (2 eps)`` evaluated in float64, at points away from the
+documented kinks (the image's values are distinct levels ``1/n`` apart, so a step of
+``eps`` reorders no two pixels: the order statistics and the clips keep their branch). A
+random op is checked with its drawn parameters held (``apply`` with fixed ``params``).
+
+The differences need x64: JAX fixes ``jax_enable_x64`` when it starts, so in an ordinary
+pytest process ``test_in_an_x64_process`` runs this file again in its own process with
+``JAX_ENABLE_X64=1`` (and the caller's ``-m``, so the fast tier leaves out the cases
+listed in tests/slow_tests.txt there too) and fails unless every case there passed. The
+ops still compute in float32 inside (their documented precision), so the step and the
+tolerance are sized for float32 rounding (``_tolerance``), not float64's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import imgproc
+from imgproc.core.registry import Stage, lookup
+from op_examples import EXAMPLE_OPTIONS
+
+X64 = bool(jax.config.jax_enable_x64)
+in_x64 = pytest.mark.skipif(not X64, reason="runs in its own x64 process (test_in_an_x64_process)")
+ROOT = Path(__file__).resolve().parents[1]
+OPS = sorted(imgproc.registered_ops())
+
+# The ops with no useful gradient: their result is piecewise constant in the image (each
+# one's OpInfo.not_differentiable and docstring say why). Every other op is checked.
+NOT_DIFFERENTIABLE = {
+    "posterize", "random_posterize", "equalize", "random_equalize", "clahe", "random_clahe",
+    "jpeg_compression", "random_jpeg_compression", "bm3d",
+    "binary_erosion", "binary_dilation", "binary_opening", "binary_closing",
+}
+
+# Options for a float image in 0..1 where tests/op_examples.py gives uint8 levels.
+FLOAT_OPTIONS = {
+    "solarize": {"threshold": 0.4},
+    "bm3d": {"sigma": 0.08},
+    "bilateral": {"sigma_color": 0.2, "sigma_spatial": 1.5},
+    # a factor that keeps the result inside [0, 1], away from the clip's kink
+    "random_adjust_sharpness": {"factor": 0.5, "p": 1.0},
+    # auto compiles every method's gradient in its per-image switch (minutes); one method
+    # checks the dispatch, and each method is checked as its own op
+    "denoise": {"method": "nl_means", "patch_size": 3, "search_size": 5},
+}
+
+# The continuous options of each op, and the point their derivative is taken at, with the
+# static options that must go with them (a traced Gaussian sigma needs a size). Options
+# that are not here are integers, names, shapes, or thresholds whose result jumps
+# (solarize's threshold, a random op's probabilities): a step has no derivative.
+OPTION_POINTS = {
+    "adjust_brightness": ({"delta": 0.1}, {}),
+    "adjust_contrast": ({"factor": 1.5}, {}),
+    "adjust_gamma": ({"gamma": 0.8, "gain": 1.1}, {}),
+    "adjust_hue": ({"delta": 0.2}, {}),
+    "adjust_saturation": ({"factor": 0.5}, {}),
+    "adjust_sharpness": ({"factor": 0.5}, {}),
+    "affine": ({"angle": 12.0, "scale": 0.9, "cval": 0.3}, {}),
+    "rotate": ({"angle": 20.0, "cval": 0.3}, {"mode": "constant"}),
+    # not a whole shift: a sample exactly on the edge jumps to cval in mode constant (scipy's rule)
+    "translate": ({"dy": 1.4, "dx": -2.3}, {}),
+    "gaussian_blur": ({"sigma": 1.5, "cval": 0.3}, {"size": 7, "mode": "constant"}),
+    "gaussian_laplace": ({"sigma": 1.0}, {"size": 7}),
+    "gaussian_gradient_magnitude": ({"sigma": 1.2}, {"size": 7}),
+    "unsharp_mask": ({"amount": 1.2, "sigma": 1.0}, {"size": 5}),
+    "sharpen": ({"center": 5.0}, {}),
+    "box_blur": ({"cval": 0.3}, {"mode": "constant"}),
+    "bilateral": ({"sigma_color": 0.2, "sigma_spatial": 1.5}, {"size": 5}),
+    "nl_means": ({"h": 0.2, "sigma": 0.05}, {"patch_size": 3, "search_size": 5}),
+    "tv_chambolle": ({"weight": 0.1}, {"n_iter": 30, "eps": 0.0}),
+    "normalize": ({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}, {}),
+    "erase": ({"value": 0.3}, {}),
+    "pad": ({"cval": 0.3}, {"mode": "constant"}),
+    "letterbox": ({"cval": 0.5}, {}),
+    "resized_crop": ({"top": 1.5, "left": 0.5, "height": 5.0, "width": 6.0}, {}),
+}
+
+SHAPE = (12, 14, 3)
+STEPS = (1e-3, 3e-4, 1e-4)
+
+
+@pytest.mark.skipif(X64, reason="this is the x64 process itself")
+def test_in_an_x64_process(request):
+    env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu")
+    marks = request.config.getoption("markexpr") or ""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=",
+           str(Path(__file__).relative_to(ROOT)), "-k", "not test_in_an_x64_process"]
+    if marks:
+        cmd += ["-m", marks]
+    run = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    tail = run.stdout[-8000:] + run.stderr[-3000:]
+    assert run.returncode == 0, tail
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed and int(passed.group(1)) >= 10, tail
+    assert not re.search(r"\d+ (skipped|failed|error)", run.stdout), tail
+
+
+def test_the_ops_without_a_gradient_are_exactly_those_that_say_so():
+    said = {n for n in OPS if lookup(n).not_differentiable}
+    assert said == NOT_DIFFERENTIABLE
+    for name in said:
+        doc = " ".join((lookup(name).fn.__doc__ or "").split()).lower()
+        assert "not differentiable" in doc, name
+    assert all(n in OPS for n in OPTION_POINTS)
+    assert "not differentiable" in " ".join(imgproc.threshold_otsu.__doc__.split()).lower()
+
+
+def _image(shape=SHAPE, seed=0):
+    """Distinct levels 0.8/n apart in [0.1, 0.9], shuffled: the smallest step moves no two
+    pixels past each other (order statistics and clips keep their branch)."""
+    n = int(np.prod(shape))
+    levels = 0.1 + 0.8 * np.arange(n) / (n - 1)
+    return jnp.asarray(np.random.default_rng(seed).permutation(levels).reshape(shape))
+
+
+def _agrees(name, what, ana, nums, w, y):
+    """``ana`` (grad · v) against the central differences ``nums`` at each of STEPS: it must
+    agree with one of them within float32 rounding of ``sum(w * y)`` over twice the step
+    (the ops compute in float32) plus 0.2 %. Several steps, since a kink (a clip, a max,
+    a hue sextant) a step crosses spoils that step's difference but not a smaller one's."""
+    rounding = 6e-8 * 10 * float(jnp.linalg.norm(w)) * max(1.0, float(jnp.max(jnp.abs(y))))
+    errors = [abs(ana - num) - (2e-3 * abs(ana) + rounding / eps + 1e-6) for num, eps in zip(nums, STEPS)]
+    assert min(errors) <= 0, (f"{name}, {what}: grad·v {ana:.6g}, central differences "
+                              f"{', '.join(f'{float(n):.6g}' for n in nums)} at steps {STEPS}")
+
+
+@in_x64
+@pytest.mark.parametrize("name", [n for n in OPS if n not in NOT_DIFFERENTIABLE])
+def test_image_gradient_matches_central_differences(name):
+    stage = Stage.of({"op": name, **EXAMPLE_OPTIONS.get(name, {}), **FLOAT_OPTIONS.get(name, {})})
+    x = _image((12, 12, 3) if "rot90" in name else SHAPE)
+    rng = np.random.default_rng(1)
+    params = stage.sample(jax.random.key(1), x.shape, layout="HWC", max_value=1.0)
+    op = lambda a: stage.apply(a, params, layout="HWC", max_value=1.0)
+    w = jnp.asarray(rng.standard_normal(jax.eval_shape(op, x).shape))
+    f = lambda a: jnp.sum(w * op(a))
+    vs = jnp.asarray(rng.uniform(-1, 1, (2, *x.shape)))
+    steps = jnp.asarray(STEPS)
+
+    @jax.jit
+    def check(x):
+        y, g = op(x), jax.grad(f)(x)
+        diff = jax.vmap(lambda v: jax.vmap(lambda e: (f(x + e * v) - f(x - e * v)) / (2 * e))(steps))(vs)
+        return y, g, diff
+
+    y, g, nums = check(x)
+    assert np.any(np.asarray(nums) != 0), f"{name}: the result does not depend on the image"
+    for k in range(len(vs)):
+        _agrees(name, f"image direction {k}", float(jnp.vdot(g, vs[k])), np.asarray(nums[k]), w, y)
+
+
+@in_x64
+@pytest.mark.parametrize("name", sorted(OPTION_POINTS))
+def test_option_gradients_match_central_differences(name):
+    info = lookup(name)
+    traced, static = OPTION_POINTS[name]
+    static = {**EXAMPLE_OPTIONS.get(name, {}), **FLOAT_OPTIONS.get(name, {}), **static}
+    static = {k: v for k, v in static.items() if k not in traced}
+    if "max_value" in inspect.signature(info.fn).parameters:
+        static["max_value"] = 1.0
+    x = _image()
+    rng = np.random.default_rng(2)
+    point = {k: jnp.asarray(v, jnp.float64) for k, v in traced.items()}
+    op = lambda a, opts: info.fn(a, **static, **opts, layout="HWC")
+    w = jnp.asarray(rng.standard_normal(jax.eval_shape(op, x, point).shape))
+    f = lambda opts: jnp.sum(w * op(x, opts))
+    # a direction for each option in turn, scaled to its value (an angle in degrees moves more)
+    dirs = []
+    for k, v in point.items():
+        d = {j: jnp.zeros_like(u) for j, u in point.items()}
+        d[k] = jnp.asarray(rng.uniform(0.5, 1.0, v.shape) * np.maximum(1.0, np.abs(np.asarray(v))))
+        dirs.append((k, d))
+
+    @jax.jit
+    def check(point):
+        y, g = op(x, point), jax.grad(f)(point)
+        diff = [[(f(jax.tree.map(lambda p, dd: p + e * dd, point, d)) - f(jax.tree.map(lambda p, dd: p - e * dd, point, d)))
+                 / (2 * e) for e in STEPS] for _, d in dirs]
+        return y, g, diff
+
+    y, g, nums = check(point)
+    for (k, d), num in zip(dirs, nums):
+        ana = float(sum(jnp.vdot(g[j], d[j]) for j in point))
+        assert np.any(np.asarray(num) != 0), f"{name}: the result does not depend on {k}"
+        _agrees(name, k, ana, np.asarray(num), w, y)
