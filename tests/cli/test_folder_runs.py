@@ -110,20 +110,25 @@ def test_two_hundred_photos_five_bad_rerun_and_kill(tmp_path):
     assert snapshot(src) == before
 
 
-def test_ctrl_c_exits_130_with_partial_summary_and_no_temp_files(photos, tmp_path, monkeypatch):
-    src, names = photos
+def _raise_on_call(monkeypatch, n: int, error):
+    """Make the ``n``-th call of any pipeline raise ``error`` (the others run as usual)."""
     import imgproc.pipeline.pipeline as pl
 
     calls = {"n": 0}
     original = pl.Pipeline.__call__
 
-    def interrupting(self, images, **kw):
+    def raising(self, images, **kw):
         calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
+        if calls["n"] == n:
+            raise error
         return original(self, images, **kw)
 
-    monkeypatch.setattr(pl.Pipeline, "__call__", interrupting)
+    monkeypatch.setattr(pl.Pipeline, "__call__", raising)
+
+
+def test_ctrl_c_exits_130_with_partial_summary_and_no_temp_files(photos, tmp_path, monkeypatch):
+    src, names = photos
+    _raise_on_call(monkeypatch, 3, KeyboardInterrupt)
     out = tmp_path / "out"
     code, err = cli("denoise", src, out, "-r", "--batch-size", "2", "--workers", "1")
     assert code == 130, err
@@ -131,7 +136,7 @@ def test_ctrl_c_exits_130_with_partial_summary_and_no_temp_files(photos, tmp_pat
     assert "interrupted:" in err and "not done" in err
     done = tree(out)
     assert 0 < len(done) < len(names) and all(not p.endswith(".imgproc-tmp") for p in done)
-    monkeypatch.setattr(pl.Pipeline, "__call__", original)
+    monkeypatch.undo()  # the pipeline as it is again
     code, err = cli("denoise", src, out, "-r")
     assert code == 1 and f"{len(done)} skipped" in err and tree(out) == sorted(names)
 
@@ -162,18 +167,7 @@ def test_an_internal_error_stops_the_run_with_a_summary(photos, tmp_path, monkey
     a JSON run with a plain-text line and no summary; now it is an error event, then the
     summary says the run stopped, and the exit code is 70."""
     src, names = photos
-    import imgproc.pipeline.pipeline as pl
-
-    calls = {"n": 0}
-    original = pl.Pipeline.__call__
-
-    def failing(self, images, **kw):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise IndexError("pop from empty list")
-        return original(self, images, **kw)
-
-    monkeypatch.setattr(pl.Pipeline, "__call__", failing)
+    _raise_on_call(monkeypatch, 2, IndexError("pop from empty list"))
     out = tmp_path / "out"
     code, err = cli("blur", src, out, "-r", "--batch-size", "2", "--workers", "1", "--log-format", log_format)
     assert code == 70, err
