@@ -7,6 +7,22 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_images"
 
 
+# The suite compiles through the library's persistent compilation cache, as the commands do
+# (imgproc.core.program_cache: ~/.cache/imgproc/jax, IMGPROC_CACHE_DIR another folder, or
+# "off"), in every process of a run from its start: the two xdist workers, the commands
+# the tests start and the x64 / four-device child processes read back a program another
+# one compiled, in this run or an earlier one (a run's time is nearly all compiling).
+# A program read back is the one XLA would build (the key holds the program, the flags
+# and JAX's version), and counting compilations is unchanged: JAX's backend-compile event
+# (the `compilations` fixture) covers a program read from the cache too.
+# `IMGPROC_CACHE_DIR=off make test` measures a cold run. A test of the cache itself sets
+# the variable for its own process.
+def pytest_configure(config):
+    from imgproc.core.program_cache import enable_compilation_cache
+
+    enable_compilation_cache()
+
+
 @pytest.fixture(autouse=True)
 def _doctest_cwd(doctest_namespace, monkeypatch):
     # doctests refer to sample_images/ relative to the repository root
@@ -111,3 +127,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid in slow:
             item.add_marker(pytest.mark.slow)
+    # the tests that run part of the suite in a child process (minutes each) go first, so
+    # that a parallel run does not end with one worker waiting for the last of them
+    items.sort(key=lambda item: item.get_closest_marker("child_process") is None)

@@ -36,6 +36,7 @@ KEY = jax.random.key(7)
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.child_process
 @pytest.mark.skipif(FOUR, reason="this is the 4-device process itself")
 def test_in_a_four_device_process():
     flags = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
