@@ -266,9 +266,9 @@ def test_a_split_batch_is_joined_into_the_memory_of_a_dropped_result(monkeypatch
 
 
 # (dtype, bytes past the boundary, image height: a shape of its own, so each case traces afresh)
-READ_IN_PLACE = [(np.uint8, 1, 601), (np.uint8, 16, 602), (np.uint8, 48, 603), (np.uint16, 2, 604),
-                 (np.uint16, 32, 605), (np.float32, 16, 606), (np.float32, 4, 607), (np.float16, 2, 608),
-                 (np.float32, 48, 609)]
+# (every dtype; a skew of one element, of a 16-byte vector and past a cache line's third)
+READ_IN_PLACE = [(np.uint8, 1, 601), (np.uint8, 48, 603), (np.uint16, 2, 604), (np.float32, 16, 606),
+                 (np.float16, 2, 608)]
 
 
 def random_image(rng, shape, dtype):

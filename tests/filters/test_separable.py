@@ -71,13 +71,19 @@ BAND_WRITES = {"select": {}, "in place": {"in_place": True}, "finished": {"finis
                "float rows": {"finish": lambda y: y, "float_rows": True}}
 
 
+# the shapes each other band write is checked on (the select's: all of SEP_CASES): a
+# reflection repeated past a tiny image, even lengths, the patching second pass, the rows
+# pass in two loops, a (B, H, W, C) block with a long second pass
+BAND_CASES = [SEP_CASES[i] for i in (1, 2, 7, 10, 12)]
+
+
 @pytest.mark.parametrize("weights", ["constant", "traced"])
 @pytest.mark.parametrize("bands", BAND_WRITES)
 @pytest.mark.parametrize("mode", MODES)
 def test_separable_matches_scipy(mode, bands, weights, rng):
     # constant weights always take the column-extended buffer; traced ones above
     # EXTEND_MAX_TAPS the second pass that patches its own borders
-    for shape, nr, nc in SEP_CASES:
+    for shape, nr, nc in SEP_CASES if bands == "select" else BAND_CASES:
         x = _planes(rng, shape)
         kr = rng.standard_normal(nr).astype(np.float32)
         kc = rng.standard_normal(nc).astype(np.float32)
