@@ -114,11 +114,11 @@ def compilations():
     return count
 
 
-# The fast tier (`make test-fast`): every test but those listed in tests/slow_tests.txt, the
-# slowest of a whole run (`make slow-tests` measures the suite and writes the list again).
 # run by hand in a venv with torch (it writes tests/golden/*); --doctest-modules would import it
 collect_ignore = ["golden/make_torchvision.py"]
 
+# The fast tier (`make test-fast`): every test but those listed in tests/slow_tests.txt, the
+# slowest of a whole run (`make slow-tests` measures the suite and writes the list again).
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
 
 

@@ -8,6 +8,9 @@ root, ``python -m``'s working folder) is not inherited otherwise."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -30,3 +33,22 @@ def python_env(base=None, **overrides) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env["PYTHONSAFEPATH"] = "1"
     return env
+
+
+def run_suite_part(test_file: str, env: dict, *, deselect: str, min_passed: int, markexpr: str = "",
+                   timeout: float = 1800) -> None:
+    """Run ``test_file`` again in a child pytest with ``env`` (from the repository root, no
+    plugins' caches, no xdist, the caller's ``-m`` when given), leaving out ``deselect`` (the
+    test that starts the child), and fail with the child's output unless it passed at
+    least ``min_passed`` tests and skipped, failed or erred none."""
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=",
+           str(Path(test_file).resolve().relative_to(root)), "-k", f"not {deselect}"]
+    if markexpr:
+        cmd += ["-m", markexpr]
+    run = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=timeout)
+    tail = run.stdout[-8000:] + run.stderr[-3000:]
+    assert run.returncode == 0, tail
+    passed = re.search(r"(\d+) passed", run.stdout)
+    assert passed and int(passed.group(1)) >= min_passed, tail
+    assert not re.search(r"\d+ (skipped|failed|error)", run.stdout), tail

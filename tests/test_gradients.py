@@ -25,10 +25,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -38,10 +34,10 @@ import pytest
 import imgproc
 from imgproc.core.registry import Stage, lookup
 from op_examples import EXAMPLE_OPTIONS
+from subprocesses import run_suite_part
 
 X64 = bool(jax.config.jax_enable_x64)
 in_x64 = pytest.mark.skipif(not X64, reason="runs in its own x64 process (test_in_an_x64_process)")
-ROOT = Path(__file__).resolve().parents[1]
 OPS = sorted(imgproc.registered_ops())
 X64_SHARDS = 4
 
@@ -118,17 +114,8 @@ STEPS = (1e-3, 3e-4, 1e-4)
 @pytest.mark.parametrize("shard", range(X64_SHARDS))
 def test_in_an_x64_process(request, shard):
     env = dict(os.environ, JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", IMGPROC_X64_SHARD=f"{shard}/{X64_SHARDS}")
-    marks = request.config.getoption("markexpr") or ""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=",
-           str(Path(__file__).relative_to(ROOT)), "-k", "not test_in_an_x64_process"]
-    if marks:
-        cmd += ["-m", marks]
-    run = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    tail = run.stdout[-8000:] + run.stderr[-3000:]
-    assert run.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", run.stdout)
-    assert passed and int(passed.group(1)) >= 5, tail
-    assert not re.search(r"\d+ (skipped|failed|error)", run.stdout), tail
+    run_suite_part(__file__, env, deselect="test_in_an_x64_process", min_passed=5,
+                   markexpr=request.config.getoption("markexpr") or "")
 
 
 def test_the_ops_without_a_gradient_are_exactly_those_that_say_so():

@@ -12,9 +12,6 @@ import contextlib
 import logging
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -26,14 +23,13 @@ import imgproc
 from imgproc import presets
 from imgproc.core import devices as _sharded
 from imgproc.pipeline import execution
-from subprocesses import python_env
+from subprocesses import python_env, run_suite_part
 
 DEVICES = 4
 FOUR = jax.device_count() == DEVICES and jax.default_backend() == "cpu"
 four_devices = pytest.mark.skipif(not FOUR, reason="runs in its own 4-device process (test_in_a_four_device_process)")
 COLLECTIVES = re.compile(r"all-gather|all-reduce|collective-permute|all-to-all|reduce-scatter|collective-broadcast")
 KEY = jax.random.key(7)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.child_process
@@ -41,15 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_in_a_four_device_process():
     flags = os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={DEVICES}"
     env = python_env(XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")  # imports imgproc as this process did
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", __file__,
-         "-k", "not test_in_a_four_device_process"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    tail = run.stdout[-6000:] + run.stderr[-3000:]
-    assert run.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", run.stdout)
-    assert passed and int(passed.group(1)) >= 20, tail
-    assert not re.search(r"\d+ (skipped|failed|error)", run.stdout), tail
+    run_suite_part(__file__, env, deselect="test_in_a_four_device_process", min_passed=20, timeout=900)
 
 
 # --------------------------------------------------------------------------- helpers
