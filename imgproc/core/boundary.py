@@ -62,17 +62,34 @@ def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:
     return np.asarray(source_index(np.arange(-before, n + after), n, mode))
 
 
-def extended_band(x, start: int, stop: int, axis: int, mode: str):
+def extended_band(x, start: int, stop: int, axis: int, mode: str, cval=0):
     """Positions ``start <= i < stop`` of ``x`` extended along ``axis`` with ``mode``
-    (static ints, also outside ``[0, n)``; ``"constant"`` fills 0): a gather of just those
-    positions, for a border strip that needs no padded copy of the whole array."""
+    (static ints, also outside ``[0, n)``; ``"constant"`` fills ``cval``, a scalar of
+    ``x``'s dtype, traced or not), for a border strip that needs no padded copy of the
+    whole array.
+
+    Made of slices of ``x`` (a run of consecutive source positions is one slice) joined
+    together, not a gather: XLA fuses slices into the loops that read the band, also
+    when ``x`` is itself a slice of a flat view (:func:`imgproc.cpu.output_buffers.from_flat`),
+    where a gather made it copy ``x`` whole first."""
     mode = check_mode(mode)
-    idx = source_index(np.arange(start, stop), x.shape[axis], mode)
-    band = jnp.take(x, jnp.asarray(np.maximum(idx, 0)), axis=axis)
-    if mode != "constant" or (idx >= 0).all():
-        return band
-    inside = np.expand_dims(idx >= 0, tuple(a for a in range(x.ndim) if a != axis % x.ndim))
-    return jnp.where(inside, band, jnp.zeros((), x.dtype))
+    axis = axis % x.ndim
+    idx = np.asarray(source_index(np.arange(start, stop), x.shape[axis], mode)).tolist()
+    pieces, i = [], 0
+    while i < len(idx):
+        j = i + 1
+        if idx[i] < 0:
+            while j < len(idx) and idx[j] < 0:
+                j += 1
+            shape = list(x.shape)
+            shape[axis] = j - i
+            pieces.append(jnp.full(shape, jnp.asarray(cval, x.dtype)))
+        else:
+            while j < len(idx) and idx[j] == idx[j - 1] + 1:
+                j += 1
+            pieces.append(lax.slice_in_dim(x, idx[i], idx[i] + j - i, axis=axis))
+        i = j
+    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=axis)
 
 
 def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):

@@ -297,14 +297,22 @@ def kept_as_scratch(array) -> bool:
     return trace is not None and getattr(array, "_trace", None) is trace and array.size * array.dtype.itemsize >= MIN_BYTES
 
 
-def _run_viewed(fn, image, *args, view, **kwargs):
-    """``fn(image, *args, **kwargs)``, the image found in a flat view first (:func:`from_flat`)."""
+def _call(fn, image, args, kwargs, view, reads_flat: bool):
+    """``fn`` on the image found in a flat view (:func:`from_flat`), or, for a program that
+    ``reads_flat``, on the argument itself and its ``view``."""
+    if reads_flat:
+        return fn(image, *args, view=view, **kwargs)
     return fn(from_flat(image, view), *args, **kwargs)
 
 
-def _run_into(fn, image, *args, into, scratch_into, view, **kwargs):
+def _run_viewed(fn, reads_flat, image, *args, view, **kwargs):
+    """``fn(image, *args, **kwargs)``, the image found in a flat view first (:func:`_call`)."""
+    return _call(fn, image, args, kwargs, view, reads_flat)
+
+
+def _run_into(fn, reads_flat, image, *args, into, scratch_into, view, **kwargs):
     """``(fn(image, *args, **kwargs), the arrays it marked with scratch())``, the image
-    found in a flat view first (:func:`from_flat`). ``into`` and ``scratch_into`` are
+    found in a flat view first (:func:`_call`). ``into`` and ``scratch_into`` are
     donated only: their memory receives the outputs."""
     del into, scratch_into
     from jax._src import core
@@ -312,7 +320,7 @@ def _run_into(fn, image, *args, into, scratch_into, view, **kwargs):
     outer = getattr(_marking, "trace", None), getattr(_marking, "arrays", None)
     _marking.trace, _marking.arrays = core.trace_ctx.trace, []
     try:
-        out = fn(from_flat(image, view), *args, **kwargs)
+        out = _call(fn, image, args, kwargs, view, reads_flat)
         return out, tuple(_marking.arrays)
     finally:
         _marking.trace, _marking.arrays = outer
@@ -333,16 +341,20 @@ class IntoBuffer:
 
     A NumPy image that is not 64-byte aligned is read in place all the same, through a
     flat view (module docstring, "Host input read in place"; one more program per such
-    image signature).
+    image signature). With ``reads_flat``, ``fn`` takes that view itself: it is called as
+    ``fn(argument, *args, view=view, **kwargs)`` with ``view`` None (the argument is the
+    image) or as for :func:`from_flat`, for a program whose first pass reads the image
+    through several slices (XLA copies the image out of the view before such a pass; the
+    pass can take its slices from the view directly instead).
 
     ``program(image, *args, **kwargs)``; ``program.plain`` is the jitted ``fn`` itself.
     """
 
-    def __init__(self, fn, *, out_like=None, **jit_options):
+    def __init__(self, fn, *, out_like=None, reads_flat=False, **jit_options):
         self.plain = jax.jit(fn, **jit_options)
         options = dict(jit_options, static_argnames=(*jit_options.get("static_argnames", ()), "view"))
-        self._viewed = jax.jit(functools.partial(_run_viewed, fn), **options)
-        self._into = jax.jit(functools.partial(_run_into, fn), donate_argnames=("into", "scratch_into"),
+        self._viewed = jax.jit(functools.partial(_run_viewed, fn, reads_flat), **options)
+        self._into = jax.jit(functools.partial(_run_into, fn, reads_flat), donate_argnames=("into", "scratch_into"),
                              keep_unused=True, **options)
         self._out_like = out_like or (lambda image: jax.ShapeDtypeStruct(image.shape, image.dtype))
         self._outs = {}  # argument signature -> (output's ShapeDtypeStruct, scratch ones), or None: plain program

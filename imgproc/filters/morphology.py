@@ -22,7 +22,11 @@ rows combined with one comparison each. (van Herk/Gil-Werman's block prefix and 
 extrema need 3 comparisons a pixel for every ``L``, but XLA runs their per-block scans
 10-20 times slower than the doubling's whole-array passes; benchmarks/NOTES.md,
 "Morphology".) The border comes from the same index maps as the filters'
-(:mod:`imgproc.core.boundary`): scipy's five modes, ``cval`` for ``"constant"``.
+(:mod:`imgproc.core.boundary`): scipy's five modes, ``cval`` for ``"constant"``. A
+rectangle's pass reads the image once: the runs inside it are taken on the image itself
+(along the columns, on its memory as one flat row, a misaligned NumPy image read in place
+included), the few at each end from strips of the extended border, and XLA joins them in
+the same loop (:func:`_run_along`).
 
 **Composite ops** are compositions as scipy computes them, each pass extending its own
 input: ``opening = dilation(erosion(x))``, ``closing = erosion(dilation(x))``,
@@ -51,11 +55,12 @@ from jax import lax
 
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_bhwc, resolve_max, to_bhwc
-from imgproc.core.boundary import index_map
+from imgproc.core.boundary import extended_band
 from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_layout, check_mode, check_number,
                                    check_size_pair, is_traced)
+from imgproc.cpu import IntoBuffer, from_flat
 
 __all__ = ["FOOTPRINTS", "binary_closing", "binary_dilation", "binary_erosion", "binary_opening", "black_tophat",
            "closing", "dilation", "erosion", "footprint_array", "morphological_gradient", "opening", "white_tophat"]
@@ -121,23 +126,10 @@ def _offsets(fp, reflect: bool):
 def _extend(x, before: int, after: int, axis: int, mode: str, cval):
     """``x`` extended by ``before``/``after`` positions along ``axis`` with scipy's
     ``mode``: only the two strips are gathered, then joined to ``x``."""
-    if before == 0 and after == 0:
-        return x
     n = x.shape[axis]
-    parts = []
-    for start, count in ((-before, before), (n, after)):
-        if count == 0:
-            parts.append(None)
-            continue
-        shape = list(x.shape)
-        shape[axis] = count
-        if mode == "constant":
-            strip = jnp.full(shape, cval, x.dtype)
-        else:
-            strip = jnp.take(x, jnp.asarray(index_map(n, before, after, mode)[start + before:start + before + count]),
-                             axis=axis)
-        parts.append(strip)
-    return jnp.concatenate([p for p in (parts[0], x, parts[1]) if p is not None], axis=axis)
+    parts = [extended_band(x, -before, 0, axis, mode, cval) if before else None, x,
+             extended_band(x, n, n + after, axis, mode, cval) if after else None]
+    return jnp.concatenate([p for p in parts if p is not None], axis=axis)
 
 
 def _runs(x, lengths, axis: int, step: int, op):
@@ -165,9 +157,52 @@ def _runs(x, lengths, axis: int, step: int, op):
     return out
 
 
-def _extremum(x, cval, *, fp, reflect, minimum, mode):
+def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str, cval, flat=None):
+    """``op`` over the run of ``length`` pixels starting ``before`` pixels ahead of each
+    pixel (``before + after == length - 1``) along ``axis`` (1: rows, 2: columns) of the
+    ``(B, H, W, C)`` array ``x``, the outside given by scipy's ``mode``.
+
+    The runs that lie inside the image are taken on ``x`` itself, and only the ``before``
+    and ``after`` pixels at the two ends from strips gathered with their border: XLA fuses
+    the pieces and their joining into one pass over the image, where an extended copy of
+    the image would be one more pass (why: benchmarks/NOTES.md, "Morphology"). Along the
+    columns W and C are one axis (a pixel is C values), and the inside runs are taken on
+    the whole image as one flat row, as the median does (a run that crosses from one row
+    into the next lands on a border pixel, which its strip replaces): ``flat``, ``(values,
+    start)``, is that row when ``x``'s values begin at ``start`` of the 1-D array
+    ``values`` (a misaligned NumPy image read in place, whose slices are taken from the
+    view directly: XLA would copy ``x`` out of it first)."""
+    b, h, w, c = x.shape
+    n = x.shape[axis]
+    if n < length:  # no run lies inside: the whole axis from the extended image
+        return _runs_of(_extend(x, before, after, axis, mode, cval), length, axis, op)
+    if axis == 2:
+        values, start = (x.reshape(-1), 0) if flat is None else flat
+        count = x.size - (length - 1) * c
+        inside = _runs(values, [length], 0, c, op)[length][start:start + count]
+        inside = jnp.pad(inside, (before * c, after * c)).reshape(x.shape)[:, :, before:w - after]
+    else:
+        inside = _runs_of(x, length, axis, op)
+    parts = [_runs_of(extended_band(x, -before, length - 1, axis, mode, cval), length, axis, op) if before else None,
+             inside,
+             _runs_of(extended_band(x, n - length + 1, n + after, axis, mode, cval), length, axis, op) if after else None]
+    parts = [p for p in parts if p is not None]
+    return jnp.concatenate(parts, axis=axis) if len(parts) > 1 else parts[0]
+
+
+def _runs_of(x, length: int, axis: int, op):
+    """The runs of ``length`` pixels of the ``(B, H, W, C)`` array ``x`` along ``axis``
+    (:func:`_runs`; along the columns, W and C as one axis)."""
+    if axis == 1:
+        return _runs(x, [length], 1, 1, op)[length]
+    b, h, w, c = x.shape
+    return _runs(x.reshape(b, h, w * c), [length], 2, c, op)[length].reshape(b, h, -1, c)
+
+
+def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None):
     """Erosion (``minimum``) or dilation of the ``(B, H, W, C)`` array ``x`` over the
-    footprint ``fp`` (a tuple of tuples of bools), in ``x``'s dtype."""
+    footprint ``fp`` (a tuple of tuples of bools), in ``x``'s dtype (``flat``: as for
+    :func:`_run_along`)."""
     fp = np.asarray(fp, bool)
     op = jnp.minimum if minimum else jnp.maximum
     dy, dx = _offsets(fp, reflect)
@@ -178,11 +213,9 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode):
         e = _extend(v, max(before, 0), max(after, 0), axis, mode, cval)
         return lax.slice_in_dim(e, max(-before, 0), e.shape[axis] - max(-after, 0), axis=axis)
 
-    if fp.all():  # a rectangle: a run along the columns (W and C merged: a pixel is c values
-        # along one long row), then along the rows
-        rows = extended(x, left, right, 2).reshape(b, h, -1)
-        cols = _runs(rows, [fp.shape[1]], 2, c, op)[fp.shape[1]].reshape(b, h, w, c)
-        return _runs(extended(cols, top, bottom, 1), [fp.shape[0]], 1, 1, op)[fp.shape[0]]
+    if fp.all():  # a rectangle: a run along the columns, then along the rows
+        cols = _run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat)
+        return _run_along(cols, fp.shape[0], top, bottom, 1, op, mode, cval)
     # any other footprint: the runs of each footprint row along the columns, on the image
     # extended once, then the rows (offset dy) combined with one comparison each
     spans = {}
@@ -227,36 +260,51 @@ def _difference(a, b):
 
 
 # each grey op as passes (minimum?, reflected?) and how the result is formed from them
-def _grey_body(x, cval, *, name, fp, mode):
-    ero = functools.partial(_extremum, cval=cval, fp=fp, reflect=False, minimum=True, mode=mode)
-    dil = functools.partial(_extremum, cval=cval, fp=fp, reflect=True, minimum=False, mode=mode)
+def _grey_body(x, cval, *, name, fp, mode, flat=None):
+    """The grey op ``name`` of the ``(B, H, W, C)`` array ``x``; ``flat``: ``x``'s values in
+    a flat view, for the passes that read ``x`` (:func:`_run_along`)."""
+    def ero(v, flat=None):
+        return _extremum(v, cval, fp=fp, reflect=False, minimum=True, mode=mode, flat=flat)
+
+    def dil(v, flat=None):
+        return _extremum(v, cval, fp=fp, reflect=True, minimum=False, mode=mode, flat=flat)
+
     if name == "erosion":
-        return ero(x)
+        return ero(x, flat)
     if name == "dilation":
-        return dil(x)
+        return dil(x, flat)
     if name == "opening":
-        return dil(ero(x))
+        return dil(ero(x, flat))
     if name == "closing":
-        return ero(dil(x))
+        return ero(dil(x, flat))
     if name == "white_tophat":
-        return _difference(x, dil(ero(x)))
+        return _difference(x, dil(ero(x, flat)))
     if name == "black_tophat":
-        return _difference(ero(dil(x)), x)
-    return _difference(dil(x), ero(x))  # morphological_gradient
+        return _difference(ero(dil(x, flat)), x)
+    return _difference(dil(x, flat), ero(x, flat))  # morphological_gradient
 
 
-@functools.partial(jax.jit, static_argnames=("name", "fp", "mode", "layout"))
-def _grey(image, cval, *, name, fp, mode, layout):
-    x = to_bhwc(image, layout)
-    return from_bhwc(_grey_body(x, _cval(cval, image.dtype), name=name, fp=fp, mode=mode), image.shape)
+def _grey_program(image, cval, *, name, fp, mode, layout, view=None):
+    """The grey op of ``image``, or of the image in the flat view ``image`` (``view``, as
+    for :func:`imgproc.cpu.output_buffers.from_flat`: a misaligned NumPy image read in
+    place), whose channel-last values the first pass reads from the view itself."""
+    x = to_bhwc(from_flat(image, view), layout)
+    flat = (image, view[0]) if view is not None and layout in ("HW", "HWC", "NHWC") else None
+    shape = image.shape if view is None else view[1]
+    return from_bhwc(_grey_body(x, _cval(cval, image.dtype), name=name, fp=fp, mode=mode, flat=flat), shape)
+
+
+# a NumPy image is read in place and the result written into a dropped earlier result's
+# buffer, as the filters' programs (imgproc.cpu.output_buffers)
+_grey = IntoBuffer(_grey_program, reads_flat=True, static_argnames=("name", "fp", "mode", "layout"))
 
 
 def _grey_op(name, image, size, footprint, mode, cval, layout):
     fp = footprint_array(size, footprint)
-    image, layout = check_image(image, layout)
+    image, layout = check_image(image, layout, read_in_place=True)  # for the IntoBuffer program
     mode = check_mode(mode)
     check_number("cval", cval)
-    return _grey(jnp.asarray(image), jnp.asarray(cval, jnp.float32), name=name, fp=_key(fp), mode=mode,
+    return _grey(image, jnp.asarray(cval, jnp.float32), name=name, fp=_key(fp), mode=mode,
                  layout=layout)
 
 

@@ -557,3 +557,35 @@ def test_the_bound_skips_an_empty_group(monkeypatch):
         del small
     finally:
         buffers.release()
+
+
+# (layout, shape, dtype, bytes past the boundary, op, size, mode): images of at least
+# MIN_BYTES, the first in a kept output buffer
+MORPHOLOGY_READ_IN_PLACE = [("HWC", (301, 1200, 3), np.uint8, 16, "erosion", 5, "nearest"),
+                            ("NHWC", (2, 160, 1200, 3), np.uint8, 48, "opening", (3, 8), "reflect"),
+                            ("HW", (700, 800), np.uint16, 2, "morphological_gradient", 4, "constant"),
+                            ("CHW", (3, 301, 1200), np.uint8, 16, "dilation", 5, "wrap"),
+                            ("HWC", (150, 700, 3), np.float32, 32, "black_tophat", (5, 2), "mirror")]
+
+
+@IN_PLACE
+@pytest.mark.parametrize("layout, shape, dtype, skew, op, size, mode", MORPHOLOGY_READ_IN_PLACE)
+def test_morphology_reads_misaligned_input_in_place(layout, shape, dtype, skew, op, size, mode, monkeypatch):
+    """The grey morphology program takes the flat view itself: its first pass's slices
+    come from the view (given the image sliced out of it, XLA copied the image first);
+    the pixels are scipy's in every layout, the caller's array is never written."""
+    from imgproc.filters import morphology
+
+    clean = random_image(np.random.default_rng(skew), shape, dtype)
+    source = misaligned(clean, skew)
+    before = source.copy()
+    views = []
+    real = morphology.from_flat
+    monkeypatch.setattr(morphology, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    out = getattr(imgproc, op)(source, size=size, mode=mode, cval=3.0, layout=layout)
+    assert (skew // clean.itemsize, shape) in views
+    sizes = np.ones(clean.ndim, int)
+    sizes[[layout.index("H"), layout.index("W")]] = (size, size) if isinstance(size, int) else size
+    reference = getattr(ndi, op if op in ("morphological_gradient", "black_tophat") else "grey_" + op)
+    np.testing.assert_array_equal(out, reference(clean, size=tuple(sizes), mode=mode, cval=3.0))
+    np.testing.assert_array_equal(source, before)
