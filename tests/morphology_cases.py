@@ -74,3 +74,314 @@ SCIPY_MORPHOLOGY_CASES = [
     ("white_tophat02", "white_tophat", _FP_E, lambda a: a - ndi.grey_opening(a, footprint=_FP_E)),
     ("black_tophat02", "black_tophat", _FP_E, lambda a: ndi.grey_closing(a, footprint=_FP_E) - a),
 ]
+
+
+# scipy's own binary cases (scipy/ndimage/tests/test_morphology.py, TestNdimageMorphology):
+# (name, op, options, image, expected), the arrays copied from scipy's test as written.
+# options are imgproc's; scipy's ``structure`` is ``footprint`` (its
+# generate_binary_structure(2, 2) is ``size=3``); no footprint is scipy's default, the 3x3 cross.
+# Where scipy's test loops over dtypes the image is bool; one case per op keeps scipy's uint8
+# data (0/1) to check the result is 255 where set (test_scipys_own_binary_cases also runs it
+# as bool). A ``output=`` array in scipy's test is dropped (imgproc returns a new array), so
+# erosion28/30 and dilation30/32 are 27/29 and 29/31 again; erosion39/40 pass ``iterations``
+# as np.int32/np.int64, as scipy's do.
+# 1-D cases (erosion03-11, 14; dilation03-09, 12, 13) run as 1xN images with the 1-D
+# structure as one row (scipy's 1-D default is generate_binary_structure(1, 1) = [1, 1, 1]:
+# ``footprint=[[1, 1, 1]]``), which gives scipy's 1-D result exactly (the test checks that
+# scipy gives it on the 1xN image too); without that row footprint a 1xN image would meet
+# the 2-D cross, whose vertical neighbours are all border (erosion05 [0, 1, 0] vs erosion18).
+# Left out (no counterpart in imgproc, or nothing literal to compare):
+#   0-D data: erosion01, 02, dilation01, 02, dilation36 (which also has iterations=-1);
+#   origin != 0: erosion12, 13, 15, 26, 31; dilation10, 11, 14, 15, 24, 25;
+#   mask: erosion33 (and iterations=-1), 34, 35 (and origin), 36 (and origin);
+#   dilation33, 34 (both iterations=-1), 35 (and origin);
+#   iterations < 1 with brute_force: erosion37 (iterations=0);
+#   a TypeError for a float ``iterations``/``brute_force``, on 1-D data, no literal result:
+#   erosion38, test_binary_{erosion,dilation,opening,closing}_noninteger_iterations,
+#   test_binary_closing_noninteger_brute_force_passes_when_true;
+#   test_binary_axes (3-D data, axes=, origin), test_binary_input_as_output (1-D random data,
+#   output=, brute_force), TestDilateFix (grey against binary dilation, no literal),
+#   TestBinaryOpeningClosing (scipy's positional arguments old and new, no literal).
+
+
+def _b(rows, dtype=bool):
+    return np.asarray(rows, dtype)
+
+
+_ROW3 = [[1, 1, 1]]  # scipy's 1-D default structure, as one row
+_CROSS = [[0, 1, 0], [1, 1, 1], [0, 1, 0]]
+_RING = [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
+_CORNER = [[0, 1], [1, 1]]
+_E_DATA = [[0, 0, 0, 0, 0, 0, 0, 0],  # erosion22-24
+           [0, 1, 0, 0, 0, 0, 0, 0],
+           [0, 0, 0, 0, 0, 1, 1, 1],
+           [0, 0, 1, 1, 1, 1, 1, 1],
+           [0, 0, 1, 1, 1, 1, 0, 0],
+           [0, 1, 1, 1, 1, 1, 1, 0],
+           [0, 1, 1, 0, 0, 1, 1, 0],
+           [0, 0, 0, 0, 0, 0, 0, 0]]
+_E_RING_DATA = [[0, 0, 0, 0, 0, 0, 0, 0],  # erosion25
+                [0, 1, 0, 0, 0, 0, 0, 0],
+                [0, 0, 0, 0, 0, 1, 1, 1],
+                [0, 0, 1, 1, 1, 0, 1, 1],
+                [0, 0, 1, 0, 1, 1, 0, 0],
+                [0, 1, 0, 1, 1, 1, 1, 0],
+                [0, 1, 1, 0, 0, 1, 1, 0],
+                [0, 0, 0, 0, 0, 0, 0, 0]]
+_E_IT2_DATA = [[0, 0, 0, 0, 0, 0, 0],  # erosion27, 28, 32
+               [0, 0, 0, 1, 0, 0, 0],
+               [0, 0, 1, 1, 1, 0, 0],
+               [0, 1, 1, 1, 1, 1, 0],
+               [0, 0, 1, 1, 1, 0, 0],
+               [0, 0, 0, 1, 0, 0, 0],
+               [0, 0, 0, 0, 0, 0, 0]]
+_E_IT3_DATA = [[0, 0, 0, 1, 0, 0, 0],  # erosion29, 30, 39, 40
+               [0, 0, 1, 1, 1, 0, 0],
+               [0, 1, 1, 1, 1, 1, 0],
+               [1, 1, 1, 1, 1, 1, 1],
+               [0, 1, 1, 1, 1, 1, 0],
+               [0, 0, 1, 1, 1, 0, 0],
+               [0, 0, 0, 1, 0, 0, 0]]
+_E_CENTRE = [[0, 0, 0, 0, 0, 0, 0],  # erosion27-30, 32, 39, 40's expected
+             [0, 0, 0, 0, 0, 0, 0],
+             [0, 0, 0, 0, 0, 0, 0],
+             [0, 0, 0, 1, 0, 0, 0],
+             [0, 0, 0, 0, 0, 0, 0],
+             [0, 0, 0, 0, 0, 0, 0],
+             [0, 0, 0, 0, 0, 0, 0]]
+_D_DATA = [[0, 0, 0, 0, 0, 0, 0, 0],  # dilation22, 23, 26, 27
+           [0, 1, 0, 0, 0, 0, 0, 0],
+           [0, 0, 0, 0, 0, 0, 0, 0],
+           [0, 0, 0, 0, 0, 1, 0, 0],
+           [0, 0, 0, 1, 1, 0, 0, 0],
+           [0, 0, 1, 0, 0, 1, 0, 0],
+           [0, 0, 0, 0, 0, 0, 0, 0],
+           [0, 0, 0, 0, 0, 0, 0, 0]]
+_D_IT_DATA = [[0, 0, 0, 0, 0],  # dilation29-32
+              [0, 0, 0, 0, 0],
+              [0, 0, 0, 0, 0],
+              [0, 0, 0, 1, 0],
+              [0, 0, 0, 0, 0]]
+_D_IT2 = [[0, 0, 0, 0, 0],  # dilation29, 30's expected
+          [0, 0, 0, 1, 0],
+          [0, 0, 1, 1, 0],
+          [0, 1, 1, 1, 0],
+          [0, 0, 0, 0, 0]]
+_D_IT3 = [[0, 0, 0, 1, 0],  # dilation31, 32's expected
+          [0, 0, 1, 1, 0],
+          [0, 1, 1, 1, 0],
+          [1, 1, 1, 1, 0],
+          [0, 0, 0, 0, 0]]
+_OC1_DATA = [[0, 1, 0, 0, 0, 0, 0, 0],  # opening01, closing01
+             [1, 1, 1, 0, 0, 0, 0, 0],
+             [0, 1, 0, 0, 0, 1, 0, 0],
+             [0, 0, 0, 1, 1, 1, 1, 0],
+             [0, 0, 1, 1, 0, 1, 0, 0],
+             [0, 1, 1, 1, 1, 1, 1, 0],
+             [0, 0, 1, 0, 0, 1, 0, 0],
+             [0, 0, 0, 0, 0, 0, 0, 0]]
+_OC2_DATA = [[1, 1, 1, 0, 0, 0, 0, 0],  # opening02, closing02
+             [1, 1, 1, 0, 0, 0, 0, 0],
+             [1, 1, 1, 1, 1, 1, 1, 0],
+             [0, 0, 1, 1, 1, 1, 1, 0],
+             [0, 1, 1, 1, 0, 1, 1, 0],
+             [0, 1, 1, 1, 1, 1, 1, 0],
+             [0, 1, 1, 1, 1, 1, 1, 0],
+             [0, 0, 0, 0, 0, 0, 0, 0]]
+
+SCIPY_BINARY_CASES = [
+    # binary_erosion: 1-D data as one row
+    ("binary_erosion03", "binary_erosion", {"footprint": _ROW3}, np.ones((1, 1), bool), _b([[0]])),
+    ("binary_erosion04", "binary_erosion", {"footprint": _ROW3, "border_value": 1}, np.ones((1, 1), bool),
+     _b([[1]])),
+    ("binary_erosion05", "binary_erosion", {"footprint": _ROW3}, np.ones((1, 3), bool), _b([[0, 1, 0]])),
+    ("binary_erosion05_broadcasted", "binary_erosion", {"footprint": _ROW3},
+     np.broadcast_to(np.ones((1, 1), bool), (1, 3)), _b([[0, 1, 0]])),
+    ("binary_erosion06", "binary_erosion", {"footprint": _ROW3, "border_value": 1}, np.ones((1, 3), bool),
+     _b([[1, 1, 1]])),
+    ("binary_erosion07", "binary_erosion", {"footprint": _ROW3}, np.ones((1, 5), bool), _b([[0, 1, 1, 1, 0]])),
+    ("binary_erosion08", "binary_erosion", {"footprint": _ROW3, "border_value": 1}, np.ones((1, 5), bool),
+     _b([[1, 1, 1, 1, 1]])),
+    ("binary_erosion09", "binary_erosion", {"footprint": _ROW3}, _b([[1, 1, 0, 1, 1]]), _b([[0, 0, 0, 0, 0]])),
+    ("binary_erosion10", "binary_erosion", {"footprint": _ROW3, "border_value": 1}, _b([[1, 1, 0, 1, 1]]),
+     _b([[1, 0, 0, 0, 1]])),
+    ("binary_erosion11", "binary_erosion", {"footprint": [[1, 0, 1]], "border_value": 1}, _b([[1, 1, 0, 1, 1]]),
+     _b([[1, 0, 1, 0, 1]])),
+    ("binary_erosion14", "binary_erosion", {"footprint": [[1, 1]], "border_value": 1}, _b([[1, 1, 0, 1, 1]]),
+     _b([[1, 1, 0, 0, 1]])),
+    # binary_erosion: 2-D data
+    ("binary_erosion16", "binary_erosion", {"border_value": 1}, np.ones((1, 1), bool), _b([[1]])),
+    ("binary_erosion17", "binary_erosion", {}, np.ones((1, 1), bool), _b([[0]])),
+    ("binary_erosion18", "binary_erosion", {}, np.ones((1, 3), bool), _b([[0, 0, 0]])),
+    ("binary_erosion19", "binary_erosion", {"border_value": 1}, np.ones((1, 3), bool), _b([[1, 1, 1]])),
+    ("binary_erosion20", "binary_erosion", {}, np.ones((3, 3), bool),
+     _b([[0, 0, 0],
+         [0, 1, 0],
+         [0, 0, 0]])),
+    ("binary_erosion21", "binary_erosion", {"border_value": 1}, np.ones((3, 3), bool),
+     _b([[1, 1, 1],
+         [1, 1, 1],
+         [1, 1, 1]])),
+    ("binary_erosion22", "binary_erosion", {"border_value": 1}, _b(_E_DATA, np.uint8),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 1, 0, 0],
+         [0, 0, 0, 1, 1, 0, 0, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_erosion23", "binary_erosion", {"size": 3, "border_value": 1}, _b(_E_DATA),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 1, 1, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_erosion24", "binary_erosion", {"footprint": _CORNER, "border_value": 1}, _b(_E_DATA),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 1, 1, 1],
+         [0, 0, 0, 1, 1, 1, 0, 0],
+         [0, 0, 1, 1, 1, 1, 0, 0],
+         [0, 0, 1, 0, 0, 0, 1, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_erosion25", "binary_erosion", {"footprint": _RING, "border_value": 1}, _b(_E_RING_DATA),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 1, 0, 0],
+         [0, 0, 0, 1, 0, 0, 0, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_erosion27", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": 2},
+     _b(_E_IT2_DATA), _b(_E_CENTRE)),
+    ("binary_erosion28", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": 2},
+     _b(_E_IT2_DATA), _b(_E_CENTRE)),
+    ("binary_erosion29", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": 3},
+     _b(_E_IT3_DATA), _b(_E_CENTRE)),
+    ("binary_erosion30", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": 3},
+     _b(_E_IT3_DATA), _b(_E_CENTRE)),
+    ("binary_erosion32", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": 2},
+     _b(_E_IT2_DATA), _b(_E_CENTRE)),
+    ("binary_erosion39", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": np.int32(3)},
+     _b(_E_IT3_DATA), _b(_E_CENTRE)),
+    ("binary_erosion40", "binary_erosion", {"footprint": _CROSS, "border_value": 1, "iterations": np.int64(3)},
+     _b(_E_IT3_DATA), _b(_E_CENTRE)),
+    # binary_dilation: 1-D data as one row
+    ("binary_dilation03", "binary_dilation", {"footprint": _ROW3}, np.ones((1, 1), bool), _b([[1]])),
+    ("binary_dilation04", "binary_dilation", {"footprint": _ROW3}, np.zeros((1, 1), bool), _b([[0]])),
+    ("binary_dilation05", "binary_dilation", {"footprint": _ROW3}, np.ones((1, 3), bool), _b([[1, 1, 1]])),
+    ("binary_dilation05_broadcasted", "binary_dilation", {"footprint": _ROW3},
+     np.broadcast_to(np.ones((1, 1), bool), (1, 3)), _b([[1, 1, 1]])),
+    ("binary_dilation06", "binary_dilation", {"footprint": _ROW3}, np.zeros((1, 3), bool), _b([[0, 0, 0]])),
+    ("binary_dilation07", "binary_dilation", {"footprint": _ROW3}, _b([[0, 1, 0]]), _b([[1, 1, 1]])),
+    ("binary_dilation08", "binary_dilation", {"footprint": _ROW3}, _b([[0, 1, 0, 1, 0]]), _b([[1, 1, 1, 1, 1]])),
+    ("binary_dilation09", "binary_dilation", {"footprint": _ROW3}, _b([[0, 1, 0, 0, 0]]), _b([[1, 1, 1, 0, 0]])),
+    ("binary_dilation12", "binary_dilation", {"footprint": [[1, 0, 1]]}, _b([[0, 1, 0, 0, 0]]),
+     _b([[1, 0, 1, 0, 0]])),
+    ("binary_dilation13", "binary_dilation", {"footprint": [[1, 0, 1]], "border_value": 1},
+     _b([[0, 1, 0, 0, 0]]), _b([[1, 0, 1, 0, 1]])),
+    # binary_dilation: 2-D data
+    ("binary_dilation16", "binary_dilation", {}, np.ones((1, 1), bool), _b([[1]])),
+    ("binary_dilation17", "binary_dilation", {}, np.zeros((1, 1), bool), _b([[0]])),
+    ("binary_dilation18", "binary_dilation", {}, np.ones((1, 3), bool), _b([[1, 1, 1]])),
+    ("binary_dilation19", "binary_dilation", {}, np.ones((3, 3), bool),
+     _b([[1, 1, 1],
+         [1, 1, 1],
+         [1, 1, 1]])),
+    ("binary_dilation20", "binary_dilation", {}, _b([[0, 0, 0], [0, 1, 0], [0, 0, 0]]),
+     _b([[0, 1, 0],
+         [1, 1, 1],
+         [0, 1, 0]])),
+    ("binary_dilation21", "binary_dilation", {"size": 3}, _b([[0, 0, 0], [0, 1, 0], [0, 0, 0]]),
+     _b([[1, 1, 1],
+         [1, 1, 1],
+         [1, 1, 1]])),
+    ("binary_dilation22", "binary_dilation", {}, _b(_D_DATA, np.uint8),
+     _b([[0, 1, 0, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 0, 0, 0, 0],
+         [0, 1, 0, 0, 0, 1, 0, 0],
+         [0, 0, 0, 1, 1, 1, 1, 0],
+         [0, 0, 1, 1, 1, 1, 0, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_dilation23", "binary_dilation", {"border_value": 1}, _b(_D_DATA),
+     _b([[1, 1, 1, 1, 1, 1, 1, 1],
+         [1, 1, 1, 0, 0, 0, 0, 1],
+         [1, 1, 0, 0, 0, 1, 0, 1],
+         [1, 0, 0, 1, 1, 1, 1, 1],
+         [1, 0, 1, 1, 1, 1, 0, 1],
+         [1, 1, 1, 1, 1, 1, 1, 1],
+         [1, 0, 1, 0, 0, 1, 0, 1],
+         [1, 1, 1, 1, 1, 1, 1, 1]])),
+    ("binary_dilation26", "binary_dilation", {"size": 3}, _b(_D_DATA),
+     _b([[1, 1, 1, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 1, 1, 1, 0],
+         [0, 0, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_dilation27", "binary_dilation", {"footprint": _CORNER}, _b(_D_DATA),
+     _b([[0, 1, 0, 0, 0, 0, 0, 0],
+         [1, 1, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 1, 0, 0],
+         [0, 0, 0, 1, 1, 1, 0, 0],
+         [0, 0, 1, 1, 1, 1, 0, 0],
+         [0, 1, 1, 0, 1, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_dilation28", "binary_dilation", {"border_value": 1}, np.zeros((4, 4), bool),
+     _b([[1, 1, 1, 1],
+         [1, 0, 0, 1],
+         [1, 0, 0, 1],
+         [1, 1, 1, 1]])),
+    ("binary_dilation29", "binary_dilation", {"footprint": _CORNER, "iterations": 2}, _b(_D_IT_DATA), _b(_D_IT2)),
+    ("binary_dilation30", "binary_dilation", {"footprint": _CORNER, "iterations": 2}, _b(_D_IT_DATA), _b(_D_IT2)),
+    ("binary_dilation31", "binary_dilation", {"footprint": _CORNER, "iterations": 3}, _b(_D_IT_DATA), _b(_D_IT3)),
+    ("binary_dilation32", "binary_dilation", {"footprint": _CORNER, "iterations": 3}, _b(_D_IT_DATA), _b(_D_IT3)),
+    # binary_opening, binary_closing
+    ("binary_opening01", "binary_opening", {}, _b(_OC1_DATA, np.uint8),
+     _b([[0, 1, 0, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 0, 0, 0, 0],
+         [0, 1, 0, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 1, 1, 1, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_opening02", "binary_opening", {"size": 3}, _b(_OC2_DATA),
+     _b([[1, 1, 1, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 0, 0, 0, 0],
+         [1, 1, 1, 0, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 1, 1, 1, 0, 0, 0, 0],
+         [0, 1, 1, 1, 0, 0, 0, 0],
+         [0, 1, 1, 1, 0, 0, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_closing01", "binary_closing", {}, _b(_OC1_DATA, np.uint8),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 1, 1, 0, 0, 0, 0, 0],
+         [0, 1, 1, 1, 0, 1, 0, 0],
+         [0, 0, 1, 1, 1, 1, 1, 0],
+         [0, 0, 1, 1, 1, 1, 0, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 0, 1, 0, 0, 1, 0, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+    ("binary_closing02", "binary_closing", {"size": 3}, _b(_OC2_DATA),
+     _b([[0, 0, 0, 0, 0, 0, 0, 0],
+         [0, 1, 1, 0, 0, 0, 0, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 1, 1, 1, 1, 1, 1, 0],
+         [0, 0, 0, 0, 0, 0, 0, 0]])),
+]

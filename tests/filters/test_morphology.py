@@ -9,9 +9,10 @@ import pytest
 import scipy.ndimage as ndi
 
 import imgproc
+from imgproc.filters.morphology import CROSS, footprint_array
 from cases import from_layout, to_layout
-from morphology_cases import (BINARY, FOOTPRINTS, GREY, SCIPY_IMAGE, SCIPY_MORPHOLOGY_CASES, grey_reference, per_plane,
-                               scipy_footprint)
+from morphology_cases import (BINARY, FOOTPRINTS, GREY, SCIPY_BINARY_CASES, SCIPY_IMAGE, SCIPY_MORPHOLOGY_CASES,
+                               grey_reference, per_plane, scipy_footprint)
 
 MODES = imgproc.MODES
 
@@ -193,3 +194,20 @@ def test_scipys_own_cases(name, op, footprint, expected):
         got = np.asarray(getattr(imgproc, op)(SCIPY_IMAGE.astype(dtype), footprint=footprint))
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want_dt.astype(dtype), err_msg=f"{name} {dtype.__name__}")
+
+
+@pytest.mark.parametrize("name, op, options, image, expected", SCIPY_BINARY_CASES,
+                         ids=[c[0] for c in SCIPY_BINARY_CASES])
+def test_scipys_own_binary_cases(name, op, options, image, expected):
+    """scipy's binary_* cases (tests/morphology_cases.py): imgproc gives scipy's literal result
+    exactly, bool on a bool image, 255 where set on scipy's uint8 0/1 data; and scipy itself
+    gives that literal on this input (the literal was copied right, a 1-D case's 1xN image is
+    honest)."""
+    structure = footprint_array(options.get("size"), options.get("footprint"), default=CROSS)
+    rest = {k: v for k, v in options.items() if k not in ("size", "footprint")}
+    np.testing.assert_array_equal(BINARY[op](image, structure=structure, **rest), expected, err_msg="scipy")
+    for x in [image] if image.dtype == bool else [image.astype(bool), image]:  # a broadcast view as it is
+        got = np.asarray(getattr(imgproc, op)(x, **options))
+        assert got.dtype == x.dtype and got.shape == expected.shape
+        want = expected if x.dtype == bool else expected.astype(x.dtype) * np.asarray(255, x.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {x.dtype}")
