@@ -271,6 +271,23 @@ def test_median_pads_no_copy_of_the_whole_image():
         assert bands and max(bands) < x.size // 4, (mode, sizes)
 
 
+def test_tv_chambolle_runs_a_while_loop_and_is_differentiated_as_the_scan_of_the_same_values(rng):
+    """The call runs the while_loop form (no scan in its program), the gradient goes
+    through the scan form (a custom JVP), both forms give the same bits, and a gradient
+    through a flat region is finite (sqrt's derivative at 0 made it NaN)."""
+    x = rng.random((20, 24, 3)).astype(np.float32)
+    x[:8, :10] = 0.5  # a flat patch
+    planes = jnp.moveaxis(jnp.asarray(x), 2, 0)
+    w, eps = jnp.float32(0.1), jnp.float32(2e-4)
+    forms = {loop: jax.jit(lambda p, loop=loop: total_variation._iterate(p, w, eps, 50, loop=loop))(planes)
+             for loop in ("while", "scan")}
+    np.testing.assert_array_equal(forms["while"], forms["scan"])
+    jaxpr = jax.make_jaxpr(lambda v: imgproc.tv_chambolle(v, weight=0.1, n_iter=50))(x).jaxpr
+    assert equations(jaxpr, "while") and not equations(jaxpr, "scan")
+    grads = jax.grad(lambda v, wt: (imgproc.tv_chambolle(v, weight=wt, n_iter=50) ** 2).sum(), argnums=(0, 1))(x, 0.1)
+    assert all(np.isfinite(np.asarray(g)).all() for g in grads)
+
+
 def test_tv_chambolle_uint8_matches_skimage(rng):
     x = (rng.random((16, 17, 3)) * 255).astype(np.uint8)
     ref = np.round(skr.denoise_tv_chambolle(x, weight=0.1, channel_axis=-1) * 255)
