@@ -186,6 +186,9 @@ def adjust_gamma(image, gamma, *, gain=1.0, max_value=None, layout=None):
     ``max_value=1`` this is ``dm_pix.adjust_gamma`` (which clips the input to [0, 1]
     first, then ``gain * image ** gamma``).
 
+    Differentiable; with ``gamma < 1`` the derivative with respect to the image is
+    infinite at black (0), as ``x ** gamma``'s is (and torch's and dm-pix's gradients of it).
+
     Example:
         >>> import numpy as np, imgproc
         >>> np.asarray(imgproc.adjust_gamma(np.array([[-0.5, 0.25, 4.0]], np.float32), 0.5)).tolist()

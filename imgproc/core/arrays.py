@@ -41,8 +41,16 @@ def matmul(a, b):
     bits as ``a @ b``: XLA:CPU computes float32 products in float32 whatever the precision."""
     return jnp.matmul(a, b, precision=HIGHEST)
 
+
+def magnitude(squares):
+    """``sqrt(squares)`` (a sum of squares: a gradient's length), whose derivative at 0 is
+    taken as 0: the square root's is infinite there, and a gradient through a flat region
+    of an image (every photo has one) was NaN. The values are ``jnp.sqrt``'s."""
+    positive = squares > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, squares, 1.0)), 0.0)
+
 __all__ = [
-    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "resolve_max",
+    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "magnitude", "resolve_max",
     "spatial_axes", "to_bhwc", "to_compute", "to_nhwc", "to_output",
 ]
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from imgproc import kernels as _kernels
 from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import magnitude
 from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_dtype, check_mode
@@ -176,7 +177,7 @@ def _magnitude_body(x, plans, cval, fixes, *, mode, methods, axes, in_place, fin
         g = run_lowering(x, (method, kernel, terms), mode, cval, in_place=in_place, float_rows=float_rows)
         g = per_axis_border(g, cval, [(axis, *fix)], mode)
         total = g * g if total is None else total + g * g
-    return jnp.sqrt(total)
+    return magnitude(total)
 
 
 @callers_type

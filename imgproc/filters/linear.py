@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from imgproc import kernels as _kernels
 from imgproc.core.array_type import callers_type
+from imgproc.core.arrays import magnitude
 from imgproc.core.images import check_image
 from imgproc.filters.convolution import (
     apply_plan,
@@ -263,7 +264,7 @@ def _edges_body(x, plans, cval, *, mode, methods, in_place, finish, float_rows):
     del finish, float_rows  # the passes are not the result; 3 taps
     gy = run_lowering(x, (methods[0], *plans[0]), mode, cval, in_place=in_place)
     gx = run_lowering(x, (methods[1], *plans[1]), mode, cval, in_place=in_place)
-    return jnp.sqrt(gy * gy + gx * gx)
+    return magnitude(gy * gy + gx * gx)
 
 
 @callers_type

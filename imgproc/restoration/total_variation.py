@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import resolve_max, to_bhwc, to_output
+from imgproc.core.arrays import magnitude, resolve_max, to_bhwc, to_output
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_per_image, is_traced
 from imgproc.restoration.common import prepare
@@ -32,10 +32,7 @@ def _tv_step(f, p, i, weight):
     out = f + d
     gy = jnp.concatenate([out[1:] - out[:-1], jnp.zeros_like(out[:1])], axis=0)
     gx = jnp.concatenate([out[:, 1:] - out[:, :-1], jnp.zeros_like(out[:, :1])], axis=1)
-    sq = gy * gy + gx * gx
-    # |grad out|, whose derivative at a flat spot (0) is taken as 0: sqrt's is infinite
-    # there, and a gradient through any flat region of an image was NaN
-    norm = jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
+    norm = magnitude(gy * gy + gx * gx)
     e = (jnp.sum(d * d) + weight * jnp.sum(norm)) / f.size
     norm = 1.0 + norm * (tau / weight)
     return ((py - tau * gy) / norm, (px - tau * gx) / norm), out, e
