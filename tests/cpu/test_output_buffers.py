@@ -129,9 +129,7 @@ def test_other_backends_keep_nothing_and_read_nothing_in_place(image, other_back
     """Off CPU the machinery is not used: an eager call on NumPy input keeps no buffer and
     stages nothing (its input is uploaded, its result downloaded), and misaligned input is
     not read through a flat view; the values are the same."""
-    views = []
-    real = buffers.from_flat
-    monkeypatch.setattr(buffers, "from_flat", lambda im, view: views.append(view) or real(im, view))
+    views = recorded_views(monkeypatch, buffers)
     expected = ndi.gaussian_filter(image, (1.0, 1.0, 0))
     for source in (image, misaligned(image, 16)):
         out = imgproc.gaussian_blur(source, 1.0)
@@ -186,6 +184,14 @@ def test_scratch_is_marked_only_at_the_programs_own_level(image):
     np.testing.assert_allclose(looped(batch, key=jax.random.key(0)), expected, rtol=1e-5, atol=1e-5)
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 2.0}, {"op": "sharpen"}])
     np.testing.assert_array_equal(pipe(batch), np.asarray(pipe(jnp.asarray(batch))))
+
+
+def recorded_views(monkeypatch, module) -> list:
+    """The ``view`` of every call of ``module.from_flat`` from now on (the calls go on)."""
+    views = []
+    real = module.from_flat
+    monkeypatch.setattr(module, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    return views
 
 
 def misaligned(image, skew=4):
@@ -288,9 +294,7 @@ def test_misaligned_input_is_read_in_place(dtype, skew, height, monkeypatch, com
     clean = random_image(np.random.default_rng(skew), (height, 800, 3), dtype)
     source = misaligned(clean, skew)
     before = source.copy()
-    views = []
-    real = buffers.from_flat
-    monkeypatch.setattr(buffers, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    views = recorded_views(monkeypatch, buffers)
     calls = [lambda x: imgproc.gaussian_blur(x, 1.5), lambda x: imgproc.box_blur(x, 5),
              lambda x: imgproc.gaussian_blur(x, 3.0), lambda x: imgproc.unsharp_mask(x, sigma=2.0),
              imgproc.presets.denoise()]
@@ -329,9 +333,7 @@ def test_the_median_reads_misaligned_input_in_place(layout, shape, dtype, skew, 
     clean = random_image(np.random.default_rng(skew), shape, dtype)
     source = misaligned(clean, skew)
     before = source.copy()
-    views = []
-    real = median_filter.from_flat
-    monkeypatch.setattr(median_filter, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    views = recorded_views(monkeypatch, median_filter)
     out = imgproc.median(source, size=size, mode=mode, layout=layout)
     assert views == [(skew // clean.itemsize, shape)]
     axes = [layout.index("H"), layout.index("W")]
@@ -350,9 +352,7 @@ def test_a_pipeline_that_changes_the_size_reads_misaligned_input_in_place_too(mo
     that program reads the flat view as well, and gives the aligned image's pixels."""
     clean = np.random.default_rng(5).integers(0, 256, (2, 400, 500, 3), dtype=np.uint8)
     source = misaligned(clean, 32)
-    views = []
-    real = buffers.from_flat
-    monkeypatch.setattr(buffers, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    views = recorded_views(monkeypatch, buffers)
     pipe = imgproc.Pipeline([{"op": "center_crop", "size": 300}, {"op": "gaussian_blur", "sigma": 1.0}])
     buffers.release()
     out = pipe(source)
@@ -579,9 +579,7 @@ def test_morphology_reads_misaligned_input_in_place(layout, shape, dtype, skew, 
     clean = random_image(np.random.default_rng(skew), shape, dtype)
     source = misaligned(clean, skew)
     before = source.copy()
-    views = []
-    real = morphology.from_flat
-    monkeypatch.setattr(morphology, "from_flat", lambda image, view: views.append(view) or real(image, view))
+    views = recorded_views(monkeypatch, morphology)
     out = getattr(imgproc, op)(source, size=size, mode=mode, cval=3.0, layout=layout)
     assert (skew // clean.itemsize, shape) in views
     sizes = np.ones(clean.ndim, int)
