@@ -112,19 +112,14 @@ def pad_axis(x, before: int, after: int, axis: int, mode: str, cval=0.0):
     )
 
 
-def pad_axis_strips(x, r: int, axis: int, mode: str, cval=0.0):
-    """:func:`pad_axis` by ``r`` on both sides that gathers only the two border strips and
+def pad_axis_strips(x, before: int, after: int, axis: int, mode: str, cval=0.0):
+    """:func:`pad_axis` that makes only the two border strips (:func:`extended_band`) and
     joins them to ``x`` (a gather of the whole extended array costs much more on CPU)."""
-    if r == 0:
-        return x
-    mode = check_mode(mode)
-    if mode == "constant":
-        return pad_axis(x, r, r, axis, mode, cval)
     n = x.shape[axis]
-    idx = index_map(n, r, r, mode)
-    before = jnp.take(x, jnp.asarray(idx[:r]), axis=axis)
-    after = jnp.take(x, jnp.asarray(idx[r + n:]), axis=axis)
-    return jnp.concatenate([before, x, after], axis=axis)
+    parts = [extended_band(x, -before, 0, axis, mode, cval) if before else None, x,
+             extended_band(x, n, n + after, axis, mode, cval) if after else None]
+    parts = [p for p in parts if p is not None]
+    return jnp.concatenate(parts, axis=axis) if len(parts) > 1 else x
 
 
 def padded_planes(x, r, mode: str, dtype=jnp.float32, cval=0.0):
@@ -138,7 +133,7 @@ def padded_planes(x, r, mode: str, dtype=jnp.float32, cval=0.0):
     of a bilateral's time (why: benchmarks/NOTES.md, "Bilateral"). W first: XLA then fuses
     its join into H's, one loop instead of two."""
     ry, rx = (r, r) if isinstance(r, int) else r
-    extended = pad_axis_strips(pad_axis_strips(x, rx, 2, mode, cval), ry, 1, mode, cval)
+    extended = pad_axis_strips(pad_axis_strips(x, rx, rx, 2, mode, cval), ry, ry, 1, mode, cval)
     planes = jnp.moveaxis(extended, 3, 1).astype(dtype)
     return lax.optimization_barrier(planes)  # materialised once, then read by every offset
 

@@ -55,7 +55,7 @@ from jax import lax
 
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_bhwc, resolve_max, to_bhwc
-from imgproc.core.boundary import extended_band
+from imgproc.core.boundary import extended_band, pad_axis_strips
 from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_layout, check_mode, check_number,
@@ -130,15 +130,6 @@ def _offsets(fp, reflect: bool):
     return (-dy, -dx) if reflect else (dy, dx)
 
 
-def _extend(x, before: int, after: int, axis: int, mode: str, cval):
-    """``x`` extended by ``before``/``after`` positions along ``axis`` with scipy's
-    ``mode``: only the two strips are gathered, then joined to ``x``."""
-    n = x.shape[axis]
-    parts = [extended_band(x, -before, 0, axis, mode, cval) if before else None, x,
-             extended_band(x, n, n + after, axis, mode, cval) if after else None]
-    return jnp.concatenate([p for p in parts if p is not None], axis=axis)
-
-
 def _runs(x, lengths, axis: int, step: int, op):
     """``{L: r}`` for each run length ``L``: ``r[i] = op(x[i], x[i + step], ..., x[i + (L - 1)
     * step])`` along ``axis`` (``step``: positions a pixel), of length ``n - (L - 1) *
@@ -182,7 +173,7 @@ def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str
     b, h, w, c = x.shape
     n = x.shape[axis]
     if n < length:  # no run lies inside: the whole axis from the extended image
-        return _runs_of(_extend(x, before, after, axis, mode, cval), length, axis, op)
+        return _runs_of(pad_axis_strips(x, before, after, axis, mode, cval), length, axis, op)
     if axis == 2:
         values, start = (x.reshape(-1), 0) if flat is None else flat
         count = x.size - (length - 1) * c
@@ -217,7 +208,7 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None):
     b, h, w, c = x.shape
 
     def extended(v, before, after, axis):  # a negative side: the footprint is off its centre
-        e = _extend(v, max(before, 0), max(after, 0), axis, mode, cval)
+        e = pad_axis_strips(v, max(before, 0), max(after, 0), axis, mode, cval)
         return lax.slice_in_dim(e, max(-before, 0), e.shape[axis] - max(-after, 0), axis=axis)
 
     if fp.all():  # a rectangle: a run along the columns, then along the rows

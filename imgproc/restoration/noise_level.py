@@ -28,7 +28,7 @@ def _dwt_hi(x, axis):
     """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
     length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
     n = x.shape[axis]
-    xe = pad_axis_strips(x, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
+    xe = pad_axis_strips(x, 3, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
     k = (n + 3) // 2
     out = 0.0
     for j, hj in enumerate(_DB2_HI):
