@@ -524,19 +524,21 @@ def test_bfloat16_numpy_images_at_any_alignment(skew, shape):
     np.testing.assert_array_equal(x.view(np.uint16), before)
 
 
-def test_a_buffer_taken_back_leaves_no_empty_group_for_the_bound_to_pop():
+def test_a_buffer_taken_back_leaves_no_empty_group_for_the_bound_to_pop(monkeypatch):
     """Issue 46 item 1, the sequence that ended a folder run with exit 70: a kept buffer taken
     by the next call left an empty group in the kept table, and the byte bound then popped
-    from it (IndexError) once large results pushed the total over KEPT_BYTES."""
+    from it (IndexError) once large results pushed the total over KEPT_BYTES (here 24 MB,
+    so that 6 MB results do it; the run's were 6000x6000 photos against 1 GB)."""
     buffers.release()
+    monkeypatch.setattr(buffers, "KEPT_BYTES", 24 << 20)
     try:
         p = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}])
         a = np.zeros((1000, 1000, 3), np.uint8)
         r = p(a)
         del r
         h = p(a)
-        for i in range(12):
-            p(np.zeros((6000 + 8 * i, 6000, 3), np.uint8))  # each result dropped at once
+        for i in range(6):
+            p(np.zeros((1400 + 8 * i, 1500, 3), np.uint8))  # each result dropped at once
             assert all(buffers.kept().values()) and buffers.kept_bytes() <= buffers.KEPT_BYTES
         del h
         assert all(n > 0 for n in buffers.kept().values())
