@@ -266,12 +266,14 @@ def run(quick: bool = False, out: Path | None = None):
                 rows.append(Row(group.id, kind, label, result["epoch0"], 1, images=n, notes=_cpu_note(result["cpu0"], n)))
     print_group(group, rows)
     if out is not None:
+        after = os.getloadavg()[0]
+        shared = (" (above the core count, other work shared the machine: wall times are inflated, the CPU time "
+                  "per image much less)") if max(load[0], after) > (os.cpu_count() or 1) else ""
         Path(out).write_text("\n".join([
             group_table(group, rows), "",
             f"Measured {time.strftime('%Y-%m-%d')} by `python benchmarks/dataset_epoch.py` (part of `make bench`), "
-            f"load average {load[0]:.1f} before and {os.getloadavg()[0]:.1f} after on {os.cpu_count()} cores (above "
-            "the core count, other work shared the machine: wall times are inflated, the CPU time per image much "
-            "less); where the time goes and why a target is missed: benchmarks/NOTES.md, \"Real datasets\".", "",
+            f"load average {load[0]:.1f} before and {after:.1f} after on {os.cpu_count()} cores{shared}; where the "
+            "time goes and why a target is missed: benchmarks/NOTES.md, \"Real datasets\".", "",
             "### Targets", "", targets_table(TARGETS, rows)]) + "\n")
     return [group], rows
 
