@@ -226,11 +226,13 @@ def test_every_registered_op_round_trips_through_a_spec(name):
     assert again.to_spec() == spec
     x = np.random.default_rng(0).integers(0, 256, (2, 10, 10, 3)).astype(np.uint8)
     key = jax.random.key(1) if pipe.is_random else None
-    assert np.asarray(pipe(x, key=key)).shape[0] == 2  # it runs as a stage
-    # the rebuilt pipeline is the same program, compared without compiling it again
-    # (the heavy policies take 5 s to compile here); the text tells programs apart that
-    # differ only in a kernel weight or a boundary mode (tested just below)
-    assert _program_text(again, x, key) == _program_text(pipe, x, key)
+    # it builds as a stage of a batch (traced, not compiled: every op runs, jitted and
+    # eager, in tests/test_conformance.py, and the heavy policies take 5 s to compile)
+    lowered = jax.jit(lambda images: pipe(images, key=key)).lower(x)
+    assert jax.tree.leaves(lowered.out_info)[0].shape[0] == 2
+    # the rebuilt pipeline is the same program; the text tells programs apart that differ
+    # only in a kernel weight or a boundary mode (tested just below)
+    assert _program_text(again, x, key) == lowered.as_text()
 
 
 def test_program_text_tells_apart_one_weight_or_one_mode():
