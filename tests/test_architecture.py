@@ -211,10 +211,15 @@ def test_every_public_op_is_registered_key_first_when_random(name):
     assert "layout" in params
 
 
+def _lowered(pipe, x, key):
+    """``pipe`` on ``x`` traced and lowered inside ``jax.jit`` (not compiled)."""
+    return jax.jit(lambda images: pipe(images, key=key)).lower(x)
+
+
 def _program_text(pipe, x, key):
     """The StableHLO of ``pipe`` on ``x``: equal texts are the same program (every constant,
     kernel weights and index maps included, is written out in it)."""
-    return jax.jit(lambda images: pipe(images, key=key)).lower(x).as_text()
+    return _lowered(pipe, x, key).as_text()
 
 
 @pytest.mark.parametrize("name", sorted(imgproc.registered_ops()))
@@ -228,7 +233,7 @@ def test_every_registered_op_round_trips_through_a_spec(name):
     key = jax.random.key(1) if pipe.is_random else None
     # it builds as a stage of a batch (traced, not compiled: every op runs, jitted and
     # eager, in tests/test_conformance.py, and the heavy policies take 5 s to compile)
-    lowered = jax.jit(lambda images: pipe(images, key=key)).lower(x)
+    lowered = _lowered(pipe, x, key)
     assert jax.tree.leaves(lowered.out_info)[0].shape[0] == 2
     # the rebuilt pipeline is the same program; the text tells programs apart that differ
     # only in a kernel weight or a boundary mode (tested just below)
