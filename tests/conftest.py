@@ -17,7 +17,36 @@ SAMPLES = ROOT / "sample_images"
 # (the `compilations` fixture) covers a program read from the cache too.
 # `IMGPROC_CACHE_DIR=off make test` measures a cold run. A test of the cache itself sets
 # the variable for its own process.
+#
+# On a machine with no accelerator plugin (CI, this 2-core CPU), the suite's programs are
+# compiled with LLVM's optimization level 1 instead of XLA's default 3 (XLA_FLAGS
+# --xla_backend_optimization_level=1, added here before JAX starts and inherited by every
+# child process). XLA's HLO passes, fusions and loops are the same, and so is the IR it
+# emits; LLVM runs fewer passes over it. The values are those users get: XLA:CPU compiles
+# without fast-math, so no level reorders a float operation, and levels 1 to 3 alike contract
+# a multiply and an add into an FMA (checked: `a * b + c` gives the FMA's bits at 1, 2 and
+# 3; tests/test_compile_level.py). Level 0 contracts none: its values differ, and 8 tests
+# of bit-equality failed there (benchmarks/NOTES.md, "The test suite's time on a cold
+# machine"). A cold run took 1,830 s here against 2,189 s at level 3. A level already in
+# XLA_FLAGS is kept: `XLA_FLAGS=--xla_backend_optimization_level=3 make test` runs the
+# suite as users compile.
+TEST_OPT_LEVEL = "--xla_backend_optimization_level=1"
+
+
+def _accelerator_plugin_installed() -> bool:
+    from importlib.metadata import entry_points
+    from importlib.util import find_spec
+
+    return bool(entry_points(group="jax_plugins")) or find_spec("jax_plugins") is not None
+
+
 def pytest_configure(config):
+    import os
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_backend_optimization_level" not in flags and not _accelerator_plugin_installed():
+        os.environ["XLA_FLAGS"] = f"{flags} {TEST_OPT_LEVEL}".strip()
+
     from imgproc.core.program_cache import enable_compilation_cache
 
     enable_compilation_cache()
