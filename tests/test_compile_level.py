@@ -13,22 +13,18 @@ import re
 import subprocess
 import sys
 
-import jax
 import numpy as np
 import pytest
 
 from subprocesses import python_env
 
 
-def _multiply_add(a, b, c):
-    return a * b + c
-
-
-_USERS_LEVEL = """
+# run here (the suite's level) and in a child at level 3: the same source in both
+_PROBE = """
 import numpy as np, jax
 a = np.full(64, 1 + 2 ** -12, np.float32)
 c = np.full(64, -(1 + 2 ** -11), np.float32)
-print(np.asarray(jax.jit(lambda a, b, c: a * b + c)(a, a, c)).tobytes().hex())
+multiply_add = np.asarray(jax.jit(lambda a, b, c: a * b + c)(a, a, c))
 """
 
 
@@ -40,11 +36,12 @@ def test_the_suites_compile_level_gives_the_values_of_users_programs():
     is 0; fused, it is ``2**-24``. Here in the suite's process, and in a child at level 3."""
     if "--xla_backend_optimization_level=" not in os.environ.get("XLA_FLAGS", ""):
         pytest.skip("the suite compiles at XLA's default level here (an accelerator plugin is installed)")
-    a = np.full(64, 1 + 2 ** -12, np.float32)
-    here = np.asarray(jax.jit(_multiply_add)(a, a, np.full(64, -(1 + 2 ** -11), np.float32)))
+    here = {}
+    exec(_PROBE, here)
     fused = np.full(64, 2.0 ** -24, np.float32)
-    np.testing.assert_array_equal(here, fused)
+    np.testing.assert_array_equal(here["multiply_add"], fused)
     flags = re.sub(r"--xla_backend_optimization_level=\d", "--xla_backend_optimization_level=3", os.environ["XLA_FLAGS"])
-    users = subprocess.run([sys.executable, "-c", _USERS_LEVEL], env=python_env(JAX_PLATFORMS="cpu", XLA_FLAGS=flags),
-                           capture_output=True, text=True, check=True).stdout
+    users = subprocess.run([sys.executable, "-c", _PROBE + "print(multiply_add.tobytes().hex())"],
+                           env=python_env(JAX_PLATFORMS="cpu", XLA_FLAGS=flags), capture_output=True, text=True,
+                           check=True).stdout
     assert users.strip() == fused.tobytes().hex()
