@@ -126,28 +126,20 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
 
 
 def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box, true_hw=None,
-                       window=None, dtype=None):
+                       origin=None, dtype=None):
     """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
     ``max_box`` (static): a few gathered taps per output pixel
     (:mod:`imgproc.augment.resample`). ``true_hw``: the image's size when it is the
-    top-left of a larger canvas (None: the array's). ``window``: static ``(rows, cols)``:
-    only that window of the image, placed around the box, is read (the caller chose it
-    to hold every pixel the box's filters reach, :func:`_box_reach`); the same bits.
-    ``dtype``: the result's (None: the image's)."""
+    top-left of a larger canvas (None: the array's). ``origin``: ``image`` is only a
+    window of the image, its first pixel at ``origin = (row, col)`` (traced), which the
+    caller placed to hold every pixel the box's filters reach (:func:`_window_origin`);
+    the same bits. ``dtype``: the result's (None: the image's)."""
     axes = spatial_axes(layout)
-    x = jnp.asarray(image)
+    y = to_float(jnp.asarray(image))
     if true_hw is None:
-        true_hw = tuple(x.shape[a] for a in axes)
-    starts = [0, 0]
-    if window is not None:
-        for i, (axis, start, length, n_out, side) in enumerate(zip(axes, (top, left), (height, width), size, window)):
-            reach_before = _box_reach(length, n_out, antialias)[0]
-            first = jnp.floor(jnp.asarray(start, jnp.float32) - reach_before).astype(jnp.int32)
-            starts[i] = jnp.clip(first, 0, x.shape[axis] - side)
-            x = jax.lax.dynamic_slice_in_dim(x, starts[i], side, axis=axis)
-    y = to_float(x)
+        true_hw = tuple(y.shape[a] for a in axes)
     for axis, n_valid, n_out, start, length, bound, offset in zip(axes, true_hw, size, (top, left), (height, width),
-                                                                    max_box, starts):
+                                                                    max_box, origin or (0, 0)):
         scale = n_out / jnp.asarray(length, jnp.float32)
         inv = 1.0 / scale
         translation = -jnp.asarray(start, jnp.float32) * scale
@@ -164,10 +156,18 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
         index = index + first
         weight = jnp.where((index >= 0) & (index < n_valid), weight, 0.0)
         index = jnp.clip(index, 0, jnp.maximum(jnp.asarray(n_valid, jnp.int32) - 1, 0))
-        if window is not None:  # the same taps, indexed in the window (those outside weigh 0)
+        if origin is not None:  # the same taps, indexed in the window (those outside weigh 0)
             index = jnp.clip(index - offset, 0, y.shape[axis] - 1)
         y = resample_axis(y, axis, index, weight)
     return back(y, image.dtype if dtype is None else dtype)
+
+
+def _window_origin(start, length, n_out, antialias, side: int, extent: int):
+    """Where a window of ``side`` pixels (static) along an axis of ``extent`` pixels starts
+    so that it holds every pixel a resized crop's taps reach (:func:`_box_reach`) for a box
+    from ``start`` of ``length`` (traced) resized to ``n_out``; int32."""
+    first = jnp.floor(jnp.asarray(start, jnp.float32) - _box_reach(length, n_out, antialias)[0]).astype(jnp.int32)
+    return jnp.clip(first, 0, extent - side)
 
 
 def _box_reach(length, n_out, antialias):
@@ -409,28 +409,41 @@ def _random_resized_crop_canvas(image, params, true_hw, *, layout, size=None, an
 WINDOW_SIDES = (160, 288, 512)
 
 
-def _random_resized_crop_looped(image, params, true_hw, *, layout, size=None, antialias=True):
-    """:func:`_random_resized_crop_canvas` for one image at a time (a ``lax.map`` over the
-    batch): the box is read from the smallest of a few square windows that holds what its
-    filters reach (``WINDOW_SIDES``, else the whole canvas), each a branch of a
-    ``lax.switch``: an image's work then follows its box, not the canvas (a box of 300
-    pixels in a canvas of 1024 read 1024 columns with taps for a 1024-pixel box). The
-    same bits: the same taps and weights, indexed in the window. Takes the image in its
-    dtype (only the window is converted), gives float32 (``CanvasForm.apply_looped``)."""
+def _random_resized_crop_looped(canvas, slot, params, true_hw, *, layout, size=None, antialias=True):
+    """:func:`_random_resized_crop_canvas` for image ``slot`` (traced) of the ``canvas``
+    batch, one image at a time (a ``lax.map`` over the batch): the box is read from the
+    smallest of a few square windows that holds what its filters reach (``WINDOW_SIDES``,
+    else the whole canvas), each a branch of a ``lax.switch``: an image's work then follows
+    its box, not the canvas (a box of 300 pixels in a canvas of 1024 read 1024 columns
+    with taps for a 1024-pixel box). A window is sliced from the batch directly, so the
+    rest of the image's canvas is never read (nor copied). The same bits: the same taps
+    and weights, indexed in the window. Takes the canvas in its dtype (only the window is
+    converted), gives float32 (``CanvasForm.apply_looped``)."""
     size = check_size_pair("size", size)
     height, width = _held_box(params, true_hw)
-    canvas = hw(image, layout)
-    sides = [s for s in WINDOW_SIDES if s < min(canvas)]
+    axes = spatial_axes(layout)
+    extent = tuple(canvas.shape[1 + a] for a in axes)
+    sides = [s for s in WINDOW_SIDES if s < min(extent)]
     need = jnp.maximum(_box_reach(height, size[0], antialias)[1], _box_reach(width, size[1], antialias)[1])
     branch = sum((need > s).astype(jnp.int32) for s in sides) if sides else 0
+    box = params["top"], params["left"]
 
     def read(side):
-        window = None if side is None else (side, side)
-        bound = canvas if side is None else (float(side), float(side))
-        return lambda x: _resized_crop_taps(x, params["top"], params["left"], height, width, size, antialias, layout,
-                                            max_box=bound, true_hw=true_hw, window=window, dtype=jnp.float32)
+        def crop(batch, i):
+            if side is None:
+                x, origin, bound = jax.lax.dynamic_index_in_dim(batch, i, keepdims=False), None, extent
+            else:
+                origin = tuple(_window_origin(start, length, n_out, antialias, side, n)
+                               for start, length, n_out, n in zip(box, (height, width), size, extent))
+                starts, shape = [i] + [0] * (batch.ndim - 1), [1, *batch.shape[1:]]
+                for axis, first in zip(axes, origin):
+                    starts[1 + axis], shape[1 + axis] = first, side
+                x, bound = jax.lax.dynamic_slice(batch, starts, shape)[0], (float(side), float(side))
+            return _resized_crop_taps(x, *box, height, width, size, antialias, layout, max_box=bound,
+                                      true_hw=true_hw, origin=origin, dtype=jnp.float32)
+        return crop
 
-    return jax.lax.switch(branch, [read(s) for s in sides] + [read(None)], image)
+    return jax.lax.switch(branch, [read(s) for s in sides] + [read(None)], canvas, slot)
 
 
 def _random_crop_canvas_params(key, true_hw, *, layout, size=None):

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from imgproc.core.arrays import materialized
+from imgproc.cpu import in_own_loop
 
 __all__ = ["FILTER_RADIUS", "area_taps", "filter_taps", "nearest_source", "resample_axis", "tap_count"]
 
@@ -157,7 +158,16 @@ def resample_axis(x, axis: int, index, weight):
     """``out[..., i, ...] = sum_k weight[i, k] * x[..., index[i, k], ...]`` along ``axis`` of
     the float array ``x`` (one image), summed tap by tap in order: the axis is moved to the
     front and whole slices are gathered, one gather per tap (one gather of all taps then
-    split measured slower on XLA:CPU), then it is moved back."""
+    split measured slower on XLA:CPU), then it is moved back.
+
+    On CPU the result is a buffer of its own (:func:`imgproc.cpu.fusion.in_own_loop`): left
+    to fusion, XLA computed the next axis's taps with this axis's inside them, every
+    output pixel gathering ``taps * taps`` input pixels, and the random resized crop ran
+    2.7 times slower (benchmarks/NOTES.md, "Real datasets"). The same bits either way."""
+    return in_own_loop(lambda v: _taps_along(v, axis, index, weight), x)
+
+
+def _taps_along(x, axis, index, weight):
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
     out = front[index[:, 0]] * weight[:, 0].reshape(wshape)

@@ -94,11 +94,13 @@ class CanvasForm:
             :class:`TargetRule` does not serve: a fused pair. None: the op's own rule,
             called with the true size as a traced ``in_hw``.
 
-        apply_looped: ``apply`` for one image at a time in a loop over the batch
-            (``lax.map``, the CPU's way), where choosing per image what to compute pays
-            (``lax.switch`` branches; under ``vmap`` they would all run): it takes the
-            image in its own dtype (``apply`` takes it converted to float32) and gives
-            what ``apply`` gives, float32, unrounded. None: ``apply``.
+        apply_looped: ``apply_looped(canvas, slot, params, true_hw, *, layout, **options)``:
+            ``apply`` for image ``slot`` (traced) of the whole ``canvas`` batch, one image
+            at a time in a loop over the batch (``lax.map``, the CPU's way), where choosing
+            per image what to compute pays (``lax.switch`` branches; under ``vmap`` they
+            would all run) and reading only part of the image's canvas does. It takes the
+            canvas in its own dtype (``apply`` takes one image converted to float32) and
+            gives what ``apply`` gives, float32, unrounded. None: ``apply``.
     """
 
     out_size: Callable

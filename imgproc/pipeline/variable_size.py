@@ -60,11 +60,15 @@ class CanvasPlan:
     def sample(self, key, true_hw, *, layout):
         return self.form.sample(key, true_hw, layout=layout, **pick_options(self.form.sample, self.options))
 
-    def apply(self, image, params, true_hw, *, layout, looped=False):
-        """The form on one image; ``looped``: one image at a time in a loop over the batch
-        (its ``apply_looped`` where it has one)."""
-        fn = self.form.apply_looped if looped and self.form.apply_looped is not None else self.form.apply
-        return fn(image, params, true_hw, layout=layout, **pick_options(fn, self.options))
+    def apply(self, image, params, true_hw, *, layout):
+        """The form on one image (float32)."""
+        return self.form.apply(image, params, true_hw, layout=layout, **pick_options(self.form.apply, self.options))
+
+    def apply_looped(self, canvas, slot, params, true_hw, *, layout):
+        """The form on image ``slot`` of the ``canvas`` batch (its dtype), one image at a
+        time in a loop over the batch: the form's ``apply_looped``."""
+        fn = self.form.apply_looped
+        return fn(canvas, slot, params, true_hw, layout=layout, **pick_options(fn, self.options))
 
 
 SIZE_SETTERS = ("random_resized_crop, resize, center_crop, letterbox, random_crop or resized_crop with a size, "
@@ -128,9 +132,11 @@ def per_image_layout(layout, ndim: int) -> str:
 
 
 def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
-    """Zero-pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC
-    or CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW``
-    for CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]``, its sides
+    """Pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC or
+    CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW`` for
+    CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]`` (the padding
+    is zero for float images and whatever the buffer held for integer ones:
+    :func:`_zero_around`), its sides
     :func:`canvas_side` of the largest height and width; ``true_hw`` ``(N, 2)`` int32.
     ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones. ``shapes``: a
     :class:`CanvasShapes` (host images only) that may choose a larger canvas, one already
@@ -162,20 +168,33 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
     shape[hw_axes[0] + 1], shape[hw_axes[1] + 1] = sides
     if xp is np:
         # aligned host memory the CPU client reads in place (a copy of the canvas into
-        # the program cost more than the random resized crop of it), zeroed around each image
+        # the program cost more than the random resized crop of it)
         canvas = host_buffer(tuple(shape), first.dtype)
         a, b = hw_axes
         for i, p in enumerate(planes):
             canvas[(i,) + tuple(slice(0, n) for n in p.shape)] = p
-            below, right = [slice(None)] * 3, [slice(None)] * 3
-            below[a] = slice(p.shape[a], None)
-            right[a], right[b] = slice(0, p.shape[a]), slice(p.shape[b], None)
-            canvas[(i, *below)] = 0
-            canvas[(i, *right)] = 0
+            if np.issubdtype(first.dtype, np.floating):
+                _zero_around(canvas[i], p.shape, a, b)
         canvas[len(planes):] = 0  # slots of a larger canvas chosen (shapes)
     else:
         canvas = xp.stack([xp.pad(p, [(0, n - m) for n, m in zip(shape[1:], p.shape)]) for p in planes])
     return canvas, true_hw
+
+
+def _zero_around(slot, shape, a: int, b: int) -> None:
+    """Zero a canvas slot outside its image (of ``shape``; ``a``, ``b``: the height and
+    width axes). Float canvases only: the size-setting forms read the padding at most with
+    a weight of exactly 0 or under a mask (tests/pipeline/test_variable_size.py fills it
+    with 255 and NaN), and ``0 * x`` is 0 for every finite ``x``, but an uninitialised
+    float buffer may hold a NaN or an infinity, which a zero weight does not cancel. An
+    integer canvas is left as it is: writing the padding of a 64-image batch of
+    ImageNet's sizes cost as much as its random resized crops (benchmarks/NOTES.md, "Real
+    datasets")."""
+    below, right = [slice(None)] * 3, [slice(None)] * 3
+    below[a] = slice(shape[a], None)
+    right[a], right[b] = slice(0, shape[a]), slice(shape[b], None)
+    slot[tuple(below)] = 0
+    slot[tuple(right)] = 0
 
 
 class CanvasShapes:
@@ -329,18 +348,20 @@ def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout
     float32 and read with its true size; returns the ``(N, h, w, C)`` float32 batch and the
     drawn parameters (batched; None for a deterministic form). ``per_image``: ``lax.map``
     (one image at a time, the CPU default) rather than ``vmap``."""
+    looped = per_image and plan_.form.apply_looped is not None
+
     def one(args):
-        i, image, hw, given = args
+        i, image, hw, given = args  # looped: image is the slot's number; the form reads the canvas
         sizes = (hw[0], hw[1])
         p = None
         if plan_.form.sample is not None:
             p = plan_.sample(stage_key(key, i, plan_.param_stage), sizes, layout=layout) if given is None else given
-        if per_image and plan_.form.apply_looped is not None:  # reads the image in its dtype, gives float32
-            return plan_.apply(image, p, sizes, layout=layout, looped=True), p
+        if looped:  # reads the canvas in its dtype, gives float32
+            return plan_.apply_looped(canvas, image, p, sizes, layout=layout), p
         return plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout), p
 
     given = None if params is None else params[plan_.param_stage]
-    args = (indices, canvas, true_hw, given)
+    args = (indices, jnp.arange(canvas.shape[0], dtype=jnp.int32) if looped else canvas, true_hw, given)
     if per_image:
         return jax.lax.map(one, args)
     return jax.vmap(one)(args)

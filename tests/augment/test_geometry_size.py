@@ -469,3 +469,19 @@ def test_resize_under_jit_is_jax_image_resize_whatever_the_sizes(method, antiali
         want = np.asarray(jax.image.resize(x, out + (3,), method, antialias=antialias))
         got = np.asarray(jax.jit(lambda a: imgproc.resize(a, out, method=method, antialias=antialias))(x))
         np.testing.assert_allclose(got, want, atol=1e-3)
+
+
+@pytest.mark.cpu_only("how XLA:CPU's loops compute a resample's two passes (imgproc.cpu.fusion.in_own_loop)")
+@pytest.mark.parametrize("method", ["linear", "cubic"])
+def test_each_resample_pass_is_computed_once(method):
+    """The rows' pass is a buffer of its own before the columns' pass reads it: no loop of
+    the compiled program gathers more than one pass's taps (left to fusion, the columns'
+    loop gathered its taps from the rows' taps, recomputed for every output pixel)."""
+    import re
+
+    from imgproc.augment.resample import tap_count
+
+    x = RNG.random((97, 83, 3), dtype=np.float32)
+    text = jax.jit(lambda a: imgproc.resize(a, (20, 27), method=method)).lower(x).compile().as_text()
+    most = max(block.count(" gather(") for block in re.split(r"\n(?=%|ENTRY)", text))
+    assert most == max(tap_count(method, 97 / 20, True), tap_count(method, 83 / 27, True))
