@@ -8,6 +8,8 @@ layout, ...)`` calls the deterministic op with them.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -112,24 +114,48 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
 
     Each output pixel reads only the input pixels its filter covers
     (:mod:`imgproc.augment.resample`); a traced ``height`` or ``width`` is held to the
-    image's size (at most H and W), which then bounds the taps.
+    image's size (at most H and W), which then bounds the taps. Called eagerly with a
+    known box, the op is one compiled program with the box's numbers as its arguments
+    (a new box needing no more taps does not compile again), bit-equal to the same call
+    inside ``jit``.
     """
     image, layout = check_image(image, layout)
     size = check_size_pair("size", size)
     if is_traced(height) or is_traced(width):  # held to the image, whose size bounds the taps
         height, width = _held_box({"height": height, "width": width}, hw(image, layout))
-        return _resized_crop_taps(image, top, left, height, width, size, antialias, layout, max_box=hw(image, layout))
+        return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
+                                  taps=_crop_taps(hw(image, layout), size, antialias))
     check_number("height", height, low=0, low_open=True)
     check_number("width", width, low=0, low_open=True)
-    return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
-                              max_box=(float(height), float(width)))
+    taps = _crop_taps((float(height), float(width)), size, antialias)
+    if is_traced((image, top, left)):
+        return _resized_crop_taps(image, top, left, height, width, size, antialias, layout, taps=taps)
+    box = [np.float32(v) for v in (top, left, height, width)]
+    return _resized_crop_program(image, *box, size=size, antialias=antialias, layout=layout, taps=taps)
 
 
-def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, max_box, true_hw=None,
+@functools.partial(jax.jit, static_argnames=("size", "antialias", "layout", "taps"))
+def _resized_crop_program(image, top, left, height, width, *, size, antialias, layout, taps):
+    """:func:`resized_crop` called eagerly with a known box: one compiled program per image
+    shape and dtype, output size and tap counts, the box's numbers its arguments (a new box
+    needing no more taps does not compile again); op by op, a call compiled dozens of
+    one-primitive programs for each new shape. The same bits as the call inside ``jit``."""
+    return _resized_crop_taps(image, top, left, height, width, size, antialias, layout, taps=taps)
+
+
+def _crop_taps(max_box, size, antialias) -> tuple[int, int]:
+    """The taps per output pixel of a resized crop to ``size`` of a box at most ``max_box``
+    (static ``(height, width)``), per axis."""
+    return tuple(tap_count("linear", bound / n_out, antialias) for bound, n_out in zip(max_box, size))
+
+
+def _resized_crop_taps(image, top, left, height, width, size, antialias, layout, *, taps, true_hw=None,
                        origin=None, dtype=None):
-    """:func:`resized_crop` for a box whose ``height``/``width`` (traced) are at most
-    ``max_box`` (static): a few gathered taps per output pixel
-    (:mod:`imgproc.augment.resample`). ``true_hw``: the image's size when it is the
+    """:func:`resized_crop` with ``taps = (rows, cols)`` (static) gathered taps per output
+    pixel (:mod:`imgproc.augment.resample`), enough for the box (:func:`_crop_taps` of a
+    bound on its ``height``/``width``, which may be traced). The box's numbers enter as
+    runtime values even when known, so a known box and the same box traced give the same
+    bits (XLA would fold known weights with other roundings). ``true_hw``: the image's size when it is the
     top-left of a larger canvas (None: the array's). ``origin``: ``image`` is only a
     window of the image, its first pixel at ``origin = (row, col)`` (traced), which the
     caller placed to hold every pixel the box's filters reach (:func:`_window_origin`);
@@ -138,8 +164,10 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
     y = to_float(jnp.asarray(image))
     if true_hw is None:
         true_hw = tuple(y.shape[a] for a in axes)
-    for axis, n_valid, n_out, start, length, bound, offset in zip(axes, true_hw, size, (top, left), (height, width),
-                                                                    max_box, origin or (0, 0)):
+    top, left, height, width = jax.lax.optimization_barrier(
+        tuple(jnp.asarray(v, jnp.float32) for v in (top, left, height, width)))
+    for axis, n_valid, n_out, start, length, n_taps, offset in zip(axes, true_hw, size, (top, left), (height, width),
+                                                                     taps, origin or (0, 0)):
         scale = n_out / jnp.asarray(length, jnp.float32)
         inv = 1.0 / scale
         translation = -jnp.asarray(start, jnp.float32) * scale
@@ -152,7 +180,7 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
         first = jnp.floor(start_f).astype(jnp.int32)
         end = jnp.ceil(start_f + jnp.asarray(length, jnp.float32)).astype(jnp.int32)
         index, weight = filter_taps(centre - first.astype(jnp.float32), jnp.maximum(end - first, 1),
-                                    method="linear", width=width_, taps=tap_count("linear", bound / n_out, antialias))
+                                    method="linear", width=width_, taps=n_taps)
         index = index + first
         weight = jnp.where((index >= 0) & (index < n_valid), weight, 0.0)
         index = jnp.clip(index, 0, jnp.maximum(jnp.asarray(n_valid, jnp.int32) - 1, 0))
@@ -383,7 +411,7 @@ def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
     h, w = hw(image, layout)
     height, width = _held_box(params, (h, w))
     return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
-                              max_box=(h, w))
+                              taps=_crop_taps((h, w), size, antialias))
 
 
 # canvas forms (imgproc.core.registry.CanvasForm): the ops on an image in the top-left of
@@ -391,8 +419,9 @@ def _apply_resized_crop(image, params, *, layout, size=None, antialias=True):
 
 
 def _resized_crop_canvas(image, params, true_hw, *, layout, top, left, height, width, size, antialias=True):
-    return _resized_crop_taps(image, top, left, height, width, check_size_pair("size", size), antialias, layout,
-                              max_box=(float(height), float(width)), true_hw=true_hw)
+    size = check_size_pair("size", size)
+    return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
+                              taps=_crop_taps((float(height), float(width)), size, antialias), true_hw=true_hw)
 
 
 def _random_resized_crop_canvas_params(key, true_hw, *, layout, size=None, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
@@ -401,8 +430,9 @@ def _random_resized_crop_canvas_params(key, true_hw, *, layout, size=None, scale
 
 def _random_resized_crop_canvas(image, params, true_hw, *, layout, size=None, antialias=True):
     height, width = _held_box(params, true_hw)
-    return _resized_crop_taps(image, params["top"], params["left"], height, width, check_size_pair("size", size),
-                              antialias, layout, max_box=hw(image, layout), true_hw=true_hw)
+    size = check_size_pair("size", size)
+    return _resized_crop_taps(image, params["top"], params["left"], height, width, size, antialias, layout,
+                              taps=_crop_taps(hw(image, layout), size, antialias), true_hw=true_hw)
 
 
 # window sides a looped random_resized_crop reads its box from (besides the whole canvas)
@@ -439,7 +469,8 @@ def _random_resized_crop_looped(canvas, slot, params, true_hw, *, layout, size=N
                 for axis, first in zip(axes, origin):
                     starts[1 + axis], shape[1 + axis] = first, side
                 x, bound = jax.lax.dynamic_slice(batch, starts, shape)[0], (float(side), float(side))
-            return _resized_crop_taps(x, *box, height, width, size, antialias, layout, max_box=bound,
+            return _resized_crop_taps(x, *box, height, width, size, antialias, layout,
+                                      taps=_crop_taps(bound, size, antialias),
                                       true_hw=true_hw, origin=origin, dtype=jnp.float32)
         return crop
 

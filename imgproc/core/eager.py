@@ -24,8 +24,9 @@ per op and option structure (:data:`PROGRAMS`, the last 64 kept):
 :func:`compiled_when_eager` checks a NumPy image first (:func:`imgproc.core.images.check_image`:
 finite values, the aligned copy, the layout warning), since inside the program it is a
 tracer. Only ops whose floats are values are decorated; ops that pick a path by whether an
-option is traced (``resized_crop``), whose kernel is built from a float (``motion_blur``),
-or that only move data (crops, flips, pads, which already ran fast) are not. The resizes
+option is traced (``resized_crop``, which compiles its own program for a known box: its
+tap counts come from the box), whose kernel is built from a float (``motion_blur``), or
+that only move data (crops, flips, pads, which already ran fast) are not. The resizes
 are: their weights must be computed as inside ``jit`` (XLA contracts multiply-adds in a
 compiled program, not op by op), so that an eager call and a list of images of different
 sizes (:mod:`imgproc.pipeline.variable_size`) give the same bits.

@@ -237,6 +237,25 @@ def test_resized_crop_concrete_box_equals_traced_box(layout, antialias):
         np.testing.assert_allclose(got, np.asarray(traced(x, jnp.asarray(box, jnp.float32))), atol=2e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_an_eager_resized_crop_is_one_program_with_the_bits_of_jit(dtype, compilations):
+    """Called eagerly with a known box, ``resized_crop`` runs one compiled program whose
+    arguments are the box's numbers: a new box of the same tap counts compiles nothing
+    (op by op, each new shape compiled dozens of one-primitive programs), and the result
+    is the same call's inside ``jit``, bit for bit, boxes outside the image included."""
+    rng = np.random.default_rng(11)
+    x = (rng.random((23, 31, 3)) * 255).astype(dtype)
+    boxes = [(2.5, 3.0, 17.0, 9.5), (-3.0, 20.0, 20.0, 20.0), (0.0, 0.0, 23.0, 31.0)]
+    for box in boxes:
+        eager = A.resized_crop(x, *box, size=(13, 40))
+        assert isinstance(eager, np.ndarray) and eager.dtype == dtype
+        in_jit = jax.jit(lambda img: A.resized_crop(img, *box, size=(13, 40)))(x)  # noqa: B023
+        np.testing.assert_array_equal(eager, np.asarray(in_jit), err_msg=str(box))
+    with compilations() as later:
+        A.resized_crop(x, 1.5, 2.0, 16.0, 9.0, size=(13, 40))  # the first box's tap counts
+    assert later == []
+
+
 def test_random_resized_crop_batch_equals_each_box_traced():
     """A batch of drawn boxes (gathered taps under vmap) equals each box resized alone
     (traced); replayed parameters beyond the image are held to it, as the draw is."""
