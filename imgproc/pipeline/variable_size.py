@@ -37,6 +37,7 @@ import numpy as np
 from imgproc.augment.common import fixed_size
 from imgproc.augment.size import shorter_side_size
 from imgproc.augment.targets import check_targets, move_one
+from imgproc.core.arrays import spatial_axes
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
@@ -343,11 +344,43 @@ def move_first(plan_: CanvasPlan, rule: TargetRule, targets, params, true_hw, ou
     return jax.vmap(one, in_axes=(0, None if params is None else 0, 0))(targets, params, jnp.asarray(true_hw, jnp.int32))
 
 
+# square windows (besides the whole slot) a form looped over the images reads its image
+# from: the smallest that holds the image's true size
+IMAGE_WINDOW_SIDES = (288, 512, 768)
+
+
+def _in_window(plan_: CanvasPlan, canvas, slot, params, true_hw, *, layout):
+    """The form on image ``slot`` (traced) of the ``canvas`` batch, read from the smallest
+    top-left window of its slot that holds its true size (``IMAGE_WINDOW_SIDES`` at least
+    as large as the output, else the whole slot; a branch of a ``lax.switch`` each): a window is a smaller canvas, so the
+    form's taps are bounded by it rather than by the canvas (a resize of a 300-pixel image
+    in a 1024-pixel canvas gathered taps for 1024 pixels), and the rest of the slot is
+    neither copied nor converted to float32. The same bits: the forms' results do not
+    depend on the canvas (:mod:`imgproc.augment.resample`)."""
+    axes = tuple(1 + a for a in spatial_axes(layout))
+    # every branch is traced: a window smaller than the output would not hold a crop of it
+    least = max(plan_.form.out_size(plan_.options))
+    sides = [s for s in IMAGE_WINDOW_SIDES if least <= s < min(canvas.shape[a] for a in axes)]
+    branch = sum((jnp.maximum(true_hw[0], true_hw[1]) > s).astype(jnp.int32) for s in sides) if sides else 0
+
+    def read(side):
+        def form(batch, i, p):
+            shape = [1, *batch.shape[1:]]
+            for axis in axes if side is not None else ():
+                shape[axis] = side
+            x = jax.lax.dynamic_slice(batch, [i] + [0] * (batch.ndim - 1), shape)[0]
+            return plan_.apply(x.astype(jnp.float32), p, true_hw, layout=layout)
+        return form
+
+    return jax.lax.switch(branch, [read(s) for s in sides] + [read(None)], canvas, slot, params)
+
+
 def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout, per_image):
     """The size-setting stage(s) on the canvas batch (traced): each image converted to
     float32 and read with its true size; returns the ``(N, h, w, C)`` float32 batch and the
     drawn parameters (batched; None for a deterministic form). ``per_image``: ``lax.map``
-    (one image at a time, the CPU default) rather than ``vmap``."""
+    (one image at a time, the CPU default) rather than ``vmap``, each image read from the
+    canvas by the form's ``apply_looped`` or from a window that holds it (:func:`_in_window`)."""
     looped = per_image and plan_.form.apply_looped is not None
 
     def one(args):
@@ -358,10 +391,12 @@ def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout
             p = plan_.sample(stage_key(key, i, plan_.param_stage), sizes, layout=layout) if given is None else given
         if looped:  # reads the canvas in its dtype, gives float32
             return plan_.apply_looped(canvas, image, p, sizes, layout=layout), p
+        if per_image:
+            return _in_window(plan_, canvas, image, p, sizes, layout=layout), p
         return plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout), p
 
     given = None if params is None else params[plan_.param_stage]
-    args = (indices, jnp.arange(canvas.shape[0], dtype=jnp.int32) if looped else canvas, true_hw, given)
+    args = (indices, jnp.arange(canvas.shape[0], dtype=jnp.int32) if per_image else canvas, true_hw, given)
     if per_image:
         return jax.lax.map(one, args)
     return jax.vmap(one)(args)

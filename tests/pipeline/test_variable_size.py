@@ -78,9 +78,19 @@ def dirty_canvases(monkeypatch):
     monkeypatch.setattr(variable_size, "host_buffer", dirty)
 
 
+@pytest.fixture
+def small_windows(monkeypatch):
+    """Windows of 16, 32 and 48 pixels for the forms read per image (the library's are
+    288-768): the test's small images then take every branch (those at least as large as
+    the output), the whole slot included."""
+    from imgproc.pipeline import variable_size
+    monkeypatch.setattr(variable_size, "IMAGE_WINDOW_SIDES", (16, 32, 48))
+
+
 @pytest.mark.parametrize("name, dtype", DTYPE_CASES, ids=[f"{n}-{np.dtype(d).name}" for n, d in DTYPE_CASES])
-def test_each_image_of_a_list_equals_the_image_alone(name, dtype, dirty_canvases):
-    """(In canvases whose padding held 255 or NaN before: see ``dirty_canvases``.)"""
+def test_each_image_of_a_list_equals_the_image_alone(name, dtype, dirty_canvases, small_windows):
+    """(In canvases whose padding held 255 or NaN before, ``dirty_canvases``; each image
+    read from a window of its slot, ``small_windows``.)"""
     pipe = imgproc.Pipeline(CASES[name])
     images = [_as(dtype, x) for x in IMAGES]
     key = 7 if pipe.is_random else None
