@@ -26,6 +26,7 @@ from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, che
 from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
 from imgproc.augment.resample import filter_taps, resample_axis, tap_count
 from imgproc.augment.targets import matrix_rule, scale_translate
+from imgproc.cpu import in_own_loop
 
 
 
@@ -225,27 +226,46 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
-    r0f, c0f = jnp.floor(rows), jnp.floor(cols)
-    fr, fc = rows - r0f, cols - c0f
-    r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
     extra = (1,) * (x.ndim - 2)
     index_mode = "nearest" if mode in ("constant", "grid-constant") else mode  # masked below
     fill = jnp.asarray(cval, jnp.float32)
+    flat, weight, outside = _bilinear_taps(rows, cols, h, w, index_mode)
+    planes = x.reshape((h * w,) + x.shape[2:])
     out = 0.0
-    for dr, wr in ((0, 1 - fr), (1, fr)):
-        ri = source_index(r0 + dr, h, index_mode, jnp)
-        for dc, wc in ((0, 1 - fc), (1, fc)):
-            ci = source_index(c0 + dc, w, index_mode, jnp)
-            value = x[ri, ci]
-            if mode == "grid-constant":  # a neighbour outside the image is cval
-                outside = (r0 + dr < 0) | (r0 + dr > h - 1) | (c0 + dc < 0) | (c0 + dc > w - 1)
-                value = jnp.where(outside.reshape(outside.shape + extra), fill, value)
-            out = out + (wr * wc).reshape(wr.shape + extra) * value
+    for k in range(4):  # (0, 0), (0, 1), (1, 0), (1, 1), summed in that order
+        value = planes[flat[k]]
+        if mode == "grid-constant":  # a neighbour outside the image is cval
+            value = jnp.where(outside[k].reshape(outside[k].shape + extra), fill, value)
+        out = out + weight[k].reshape(weight[k].shape + extra) * value
     if mode == "constant":
         inside = (rows >= 0) & (rows <= h - 1) & (cols >= 0) & (cols <= w - 1)
         out = jnp.where(inside.reshape(inside.shape + extra), out, jnp.asarray(cval, jnp.float32))
     y = jnp.moveaxis(out, (0, 1), (a, b))
     return back(y, image.dtype)
+
+
+def _bilinear_taps(rows, cols, h, w, index_mode):
+    """The four neighbours of each sample point: flat pixel indices ``(4, H', W')`` int32
+    (``row * w + col``, out-of-image neighbours mapped by ``index_mode``), their weights
+    (``(1 - fr)(1 - fc)``, ``(1 - fr) fc``, ``fr (1 - fc)``, ``fr fc``) and whether each lies
+    outside the image. Computed once as arrays on CPU (:func:`imgproc.cpu.in_own_loop`):
+    fused into the gathers, XLA recomputed the points' whole arithmetic (a warp's grid
+    included) for every tap and channel."""
+    def taps(points):
+        rows, cols = points[0], points[1]
+        r0f, c0f = jnp.floor(rows), jnp.floor(cols)
+        fr, fc = rows - r0f, cols - c0f
+        r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
+        flat, weight, outside = [], [], []
+        for dr, wr in ((0, 1 - fr), (1, fr)):
+            ri = source_index(r0 + dr, h, index_mode, jnp)
+            for dc, wc in ((0, 1 - fc), (1, fc)):
+                flat.append(ri * w + source_index(c0 + dc, w, index_mode, jnp))
+                weight.append(wr * wc)
+                outside.append((r0 + dr < 0) | (r0 + dr > h - 1) | (c0 + dc < 0) | (c0 + dc > w - 1))
+        return jnp.stack(flat), jnp.stack(weight), jnp.stack(outside)
+
+    return in_own_loop(taps, jnp.stack(jnp.broadcast_arrays(rows, cols)))
 
 
 def _grid(h, w):

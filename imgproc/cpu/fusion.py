@@ -23,7 +23,9 @@ def in_own_loop(fn, x):
     conditional's result is a buffer of its own. Both branches are ``fn``, so the
     predicate, read from the data so that XLA cannot fold it away, never changes the
     result; under ``vmap`` the two identical branches are computed once (and fused as
-    before). Not on GPUs, where a conditional waits for its predicate on the host."""
-    if x.size == 0 or jax.default_backend() != "cpu":
+    before). Not on GPUs, where a conditional waits for its predicate on the host, and not
+    outside tracing: an eager call runs op by op, where nothing is fused, and an eager
+    conditional would trace ``fn`` again on every call."""
+    if x.size == 0 or jax.default_backend() != "cpu" or not isinstance(x, jax.core.Tracer):
         return fn(x)
     return lax.cond(x.reshape(-1)[0] == 0, fn, fn, x)
