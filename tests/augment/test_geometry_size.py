@@ -485,3 +485,16 @@ def test_each_resample_pass_is_computed_once(method):
     text = jax.jit(lambda a: imgproc.resize(a, (20, 27), method=method)).lower(x).compile().as_text()
     most = max(block.count(" gather(") for block in re.split(r"\n(?=%|ENTRY)", text))
     assert most == max(tap_count(method, 97 / 20, True), tap_count(method, 83 / 27, True))
+
+
+@pytest.mark.cpu_only("how XLA:CPU's loops compute a warp's sample points (imgproc.cpu.fusion.in_own_loop)")
+def test_a_warp_computes_its_sample_points_once():
+    """The four taps' indices and weights are arrays of their own before the gathers read
+    them: no loop that gathers also computes the points (left to fusion, XLA recomputed
+    the warp's grid, floors and weights for every tap and channel)."""
+    import re
+
+    x = RNG.random((40, 52, 3), dtype=np.float32)
+    text = jax.jit(lambda a: imgproc.rotate(a, 17.0)).lower(x).compile().as_text()
+    gathering = [block for block in re.split(r"\n(?=%|ENTRY)", text) if " gather(" in block]
+    assert gathering and not any(" floor(" in block for block in gathering)
