@@ -48,7 +48,7 @@ from imgproc.core.validate import (LAYOUT_NDIM, check_choice, check_indices, che
 from imgproc.cpu import IntoBuffer, host_buffer
 from imgproc.augment.choice import default_strategy
 from imgproc.pipeline import variable_size
-from imgproc.pipeline.random_runs import loops_over_images, run_random
+from imgproc.pipeline.random_runs import fused_body, fused_run, loops_over_images, run_random
 
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
@@ -418,12 +418,20 @@ class Pipeline:
     def _run_canvas(self, canvas, true_hw, key, indices, params, *, layout, return_params):
         self.trace_count += 1  # runs only while tracing: counts compilations
         plan = variable_size.plan(self.stages)
-        x, p = variable_size.run_plan(plan, canvas, true_hw, key, indices, params, layout=image_layout(layout),
-                                      per_image=default_strategy() == "map")
-        y, drawn = self._run_stages(x, key, indices, params, None, layout=layout, start=plan.stop,
-                                    in_dtype=canvas.dtype)
+        per_image = default_strategy() == "map"
+        # a fused random run right after the plan runs in the plan's loop (run_plan's ``then``)
+        run = fused_run(self.stages, plan.stop) if per_image else None
+        then = None if run is None else (run, fused_body(
+            self.stages, plan.stop, key=key, layout=image_layout(layout), max_value=dtype_max(canvas.dtype),
+            out_dtype=self.output_dtype(canvas.dtype)))
+        x, p, *run_drawn = variable_size.run_plan(plan, canvas, true_hw, key, indices, params,
+                                                  layout=image_layout(layout), per_image=per_image, then=then)
+        y, drawn = self._run_stages(x, key, indices, params, None, layout=layout,
+                                    start=plan.stop if run is None else run.stop, in_dtype=canvas.dtype)
         drawn = list(drawn)
         drawn[plan.param_stage] = p
+        if run is not None:
+            drawn[run.start:run.stop] = run_drawn[0]
         return (y, tuple(drawn)) if return_params else y
 
     def _on_devices(self, images, partition, *, key, indices, params, layout, return_params):

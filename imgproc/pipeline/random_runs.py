@@ -31,7 +31,7 @@ from imgproc.core.arrays import to_output
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import IN_LOOP
 
-__all__ = ["loops_over_images", "random_runs", "run_random"]
+__all__ = ["fused_body", "fused_run", "loops_over_images", "random_runs", "run_random"]
 
 # Random ops that only move pixels (exact in any dtype): a fused run applies them before
 # casting to float32, on 1-byte pixels when the input is uint8.
@@ -75,6 +75,44 @@ def loops_over_images(stages) -> bool:
     return any(_is_fused(stages, run) for run in random_runs(stages))
 
 
+def fused_run(stages, first):
+    """The run of random stages from ``stages[first]`` when it runs fused, per image
+    (:func:`run_random`); None otherwise (not a random stage, or a run run stage by stage)."""
+    if first >= len(stages) or not stages[first].info.random:
+        return None
+    run = _random_run(stages, first)
+    return run if _is_fused(stages, run) else None
+
+
+def fused_body(stages, first, *, key, layout, max_value, out_dtype):
+    """The per-image function of the fused run from ``stages[first]`` (:func:`fused_run`):
+    ``body(i, image, given) -> (image, drawn)`` for image ``image`` of index ``i`` (traced),
+    ``given`` the run's replayed parameters (a tuple, one per stage; None to draw them). The
+    image comes out float32, or ``out_dtype`` when the run ends the pipeline."""
+    run = _random_run(stages, first)
+    end = run.stop
+    fused_dtype = out_dtype if end == len(stages) else None
+
+    def finish(image):
+        return image.astype(jnp.float32) if fused_dtype is None else to_output(image, fused_dtype)
+
+    def body(i, image, given):
+        drawn = []
+        for j, s in enumerate(run):
+            if stages[s].info.name not in KEEPS_DTYPE:  # pure moves run on the input dtype
+                image = image.astype(jnp.float32)
+            p = stages[s].sample(stage_key(key, i, s), image.shape, layout=layout, max_value=max_value) \
+                if given is None else given[j]
+            # the run's final cast goes into the last stage (inside a conditional's
+            # branches, where it fuses with the branch's last loop)
+            image = stages[s].apply(image, p, layout=layout, max_value=max_value, hints=IN_LOOP,
+                                    finish=finish if s == end - 1 else None)
+            drawn.append(p)
+        return image, tuple(drawn)
+
+    return body
+
+
 def run_random(stages, first, x, *, key, indices, params, layout, max_value, out_dtype):
     """Run the random stages of a batch ``x`` starting at ``stages[first]`` (``layout`` is
     the per-image layout). ``x`` is float32, or the input itself when ``first == 0``.
@@ -88,37 +126,16 @@ def run_random(stages, first, x, *, key, indices, params, layout, max_value, out
     the run (batched)."""
     run = _random_run(stages, first)
     end = run.stop
-
-    def draw(s, i, shape):
-        return stages[s].sample(stage_key(key, i, s), shape, layout=layout, max_value=max_value)
-
     if _is_fused(stages, run):
-        fused_dtype = out_dtype if end == len(stages) else None
-
-        def finish(image):
-            return image.astype(jnp.float32) if fused_dtype is None else to_output(image, fused_dtype)
-
-        def body(args):
-            i, image, given = args
-            drawn = []
-            for j, s in enumerate(run):
-                if stages[s].info.name not in KEEPS_DTYPE:  # pure moves run on the input dtype
-                    image = image.astype(jnp.float32)
-                p = draw(s, i, image.shape) if given is None else given[j]
-                # the run's final cast goes into the last stage (inside a conditional's
-                # branches, where it fuses with the branch's last loop)
-                image = stages[s].apply(image, p, layout=layout, max_value=max_value, hints=IN_LOOP,
-                                        finish=finish if s == end - 1 else None)
-                drawn.append(p)
-            return image, tuple(drawn)
-
+        body = fused_body(stages, first, key=key, layout=layout, max_value=max_value, out_dtype=out_dtype)
         given = None if params is None else tuple(params[s] for s in run)
-        y, drawn = jax.lax.map(body, (indices, x, given))
+        y, drawn = jax.lax.map(lambda args: body(*args), (indices, x, given))
         return y, end, drawn
     x = x.astype(jnp.float32)
     stage = stages[first]
     if params is None:
-        p = jax.vmap(lambda i: draw(first, i, x.shape[1:]))(indices)
+        p = jax.vmap(lambda i: stage.sample(stage_key(key, i, first), x.shape[1:], layout=layout,
+                                            max_value=max_value))(indices)
     else:
         p = params[first]
     y = stage.run_batch(p, x, layout=layout, max_value=max_value)

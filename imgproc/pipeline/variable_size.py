@@ -375,28 +375,42 @@ def _in_window(plan_: CanvasPlan, canvas, slot, params, true_hw, *, layout):
     return jax.lax.switch(branch, [read(s) for s in sides] + [read(None)], canvas, slot, params)
 
 
-def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout, per_image):
+def run_plan(plan_: CanvasPlan, canvas, true_hw, key, indices, params, *, layout, per_image, then=None):
     """The size-setting stage(s) on the canvas batch (traced): each image converted to
     float32 and read with its true size; returns the ``(N, h, w, C)`` float32 batch and the
     drawn parameters (batched; None for a deterministic form). ``per_image``: ``lax.map``
     (one image at a time, the CPU default) rather than ``vmap``, each image read from the
-    canvas by the form's ``apply_looped`` or from a window that holds it (:func:`_in_window`)."""
+    canvas by the form's ``apply_looped`` or from a window that holds it (:func:`_in_window`).
+
+    ``then``: ``(stages, body)``, the fused random run that follows the plan
+    (:func:`imgproc.pipeline.random_runs.fused_body`), run on each image in the same loop
+    (per image only): the batch is then the run's result, and a third value holds the
+    run's drawn parameters. One loop instead of two: the crop's result is not written out
+    as a batch and read back, and the loop's output is allocated once."""
     looped = per_image and plan_.form.apply_looped is not None
 
     def one(args):
-        i, image, hw, given = args  # looped: image is the slot's number; the form reads the canvas
+        i, image, hw, given, given_then = args  # per image: image is the slot's number; the form reads the canvas
         sizes = (hw[0], hw[1])
         p = None
         if plan_.form.sample is not None:
             p = plan_.sample(stage_key(key, i, plan_.param_stage), sizes, layout=layout) if given is None else given
         if looped:  # reads the canvas in its dtype, gives float32
-            return plan_.apply_looped(canvas, image, p, sizes, layout=layout), p
-        if per_image:
-            return _in_window(plan_, canvas, image, p, sizes, layout=layout), p
-        return plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout), p
+            y = plan_.apply_looped(canvas, image, p, sizes, layout=layout)
+        elif per_image:
+            y = _in_window(plan_, canvas, image, p, sizes, layout=layout)
+        else:
+            y = plan_.apply(image.astype(jnp.float32), p, sizes, layout=layout)
+        if then is None:
+            return y, p
+        y, drawn = then[1](i, y, given_then)
+        return y, p, drawn
 
     given = None if params is None else params[plan_.param_stage]
-    args = (indices, jnp.arange(canvas.shape[0], dtype=jnp.int32) if per_image else canvas, true_hw, given)
+    given_then = None if params is None or then is None else tuple(params[s] for s in then[0])
+    args = (indices, jnp.arange(canvas.shape[0], dtype=jnp.int32) if per_image else canvas, true_hw, given, given_then)
     if per_image:
         return jax.lax.map(one, args)
+    if then is not None:
+        raise ValueError("a random run chained to the plan runs per image only")
     return jax.vmap(one)(args)
