@@ -162,7 +162,7 @@ def _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
     caller placed to hold every pixel the box's filters reach (:func:`_window_origin`);
     the same bits. ``dtype``: the result's (None: the image's)."""
     axes = spatial_axes(layout)
-    y = to_float(jnp.asarray(image))
+    y = jnp.asarray(image)  # converted to float32 by the first pass, as it reads (resample_axis)
     if true_hw is None:
         true_hw = tuple(y.shape[a] for a in axes)
     top, left, height, width = jax.lax.optimization_barrier(

@@ -156,9 +156,10 @@ def nearest_source(positions, n_valid, n_full):
 
 def resample_axis(x, axis: int, index, weight):
     """``out[..., i, ...] = sum_k weight[i, k] * x[..., index[i, k], ...]`` along ``axis`` of
-    the float array ``x`` (one image), summed tap by tap in order: the axis is moved to the
-    front and whole slices are gathered, one gather per tap (one gather of all taps then
-    split measured slower on XLA:CPU), then it is moved back.
+    the array ``x`` (one image; any real dtype, each gathered value converted to float32,
+    so that a uint8 image is read as it is), summed tap by tap in order, float32: the axis
+    is moved to the front and whole slices are gathered, one gather per tap (one gather of
+    all taps then split measured slower on XLA:CPU), then it is moved back.
 
     On CPU the result is a buffer of its own (:func:`imgproc.cpu.fusion.in_own_loop`): left
     to fusion, XLA computed the next axis's taps with this axis's inside them, every
@@ -170,7 +171,7 @@ def resample_axis(x, axis: int, index, weight):
 def _taps_along(x, axis, index, weight):
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
-    out = front[index[:, 0]] * weight[:, 0].reshape(wshape)
+    out = front[index[:, 0]].astype(jnp.float32) * weight[:, 0].reshape(wshape)
     for k in range(1, index.shape[1]):
-        out = out + front[index[:, k]] * weight[:, k].reshape(wshape)
+        out = out + front[index[:, k]].astype(jnp.float32) * weight[:, k].reshape(wshape)
     return jnp.moveaxis(out, 0, axis)

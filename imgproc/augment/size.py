@@ -86,7 +86,7 @@ def resize_window(image, true_hw, full_hw, first, out_hw, *, layout, method, ant
     compute in float32 and round once. Dtype kept."""
     a, b = spatial_axes(layout)
     nearest = method == "nearest"
-    x = jnp.asarray(image) if nearest else to_float(jnp.asarray(image))
+    x = jnp.asarray(image)  # the filters' first pass converts to float32 as it reads (resample_axis)
     # sizes as runtime values, known or not: with known sizes XLA computed the weights up
     # to 2e-6 apart from those of traced ones (so an image alone and on a canvas differed)
     true_hw, full_hw, first = jax.lax.optimization_barrier(
