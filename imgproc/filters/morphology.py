@@ -31,7 +31,10 @@ the same loop (:func:`_run_along`).
 **Composite ops** are compositions as scipy computes them, each pass extending its own
 input: ``opening = dilation(erosion(x))``, ``closing = erosion(dilation(x))``,
 ``white_tophat = x - opening``, ``black_tophat = closing - x``,
-``morphological_gradient = dilation - erosion``. A difference of an integer image
+``morphological_gradient = dilation - erosion``. The second op's columns read the first
+op's result as one flat row and its border strips from that result's edge columns,
+computed apart on the image's own (:func:`_edge_columns`), so the first result is
+written once. A difference of an integer image
 saturates at 0 where scipy's wraps around (-1 becoming 255): that happens only near the
 border, where the extension of the first pass's result can lift an opening above the
 image or lower a closing below it (``mode="constant"``, or an even-sided or asymmetric
@@ -155,7 +158,7 @@ def _runs(x, lengths, axis: int, step: int, op):
     return out
 
 
-def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str, cval, flat=None):
+def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str, cval, flat=None, edges=None):
     """``op`` over the run of ``length`` pixels starting ``before`` pixels ahead of each
     pixel (``before + after == length - 1``) along ``axis`` (1: rows, 2: columns) of the
     ``(B, H, W, C)`` array ``x``, the outside given by scipy's ``mode``.
@@ -169,7 +172,10 @@ def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str
     into the next lands on a border pixel, which its strip replaces): ``flat``, ``(values,
     start)``, is that row when ``x``'s values begin at ``start`` of the 1-D array
     ``values`` (a misaligned NumPy image read in place, whose slices are taken from the
-    view directly: XLA would copy ``x`` out of it first)."""
+    view directly: XLA would copy ``x`` out of it first). ``edges``, :func:`_edge_columns`
+    of ``x`` computed apart, is where the columns' strips are read instead of ``x``: when
+    ``x`` is a pass's result, XLA would otherwise compute it twice, once in ``x``'s shape
+    for the strips and once more as the flat row (benchmarks/NOTES.md, "Morphology")."""
     b, h, w, c = x.shape
     n = x.shape[axis]
     if n < length:  # no run lies inside: the whole axis from the extended image
@@ -181,11 +187,20 @@ def _run_along(x, length: int, before: int, after: int, axis: int, op, mode: str
         inside = jnp.pad(inside, (before * c, after * c)).reshape(x.shape)[:, :, before:w - after]
     else:
         inside = _runs_of(x, length, axis, op)
-    parts = [_runs_of(extended_band(x, -before, length - 1, axis, mode, cval), length, axis, op) if before else None,
+    band, m = (x, n) if edges is None else (edges, edges.shape[axis])  # the edges hold what the strips read
+    parts = [_runs_of(extended_band(band, -before, length - 1, axis, mode, cval), length, axis, op) if before else None,
              inside,
-             _runs_of(extended_band(x, n - length + 1, n + after, axis, mode, cval), length, axis, op) if after else None]
+             _runs_of(extended_band(band, m - length + 1, m + after, axis, mode, cval), length, axis, op) if after
+             else None]
     parts = [p for p in parts if p is not None]
     return jnp.concatenate(parts, axis=axis) if len(parts) > 1 else parts[0]
+
+
+def _edge_columns(x, m: int):
+    """The first and the last ``m`` columns of the ``(B, H, W, C)`` array ``x`` side by side,
+    ``(B, H, 2m, C)``: all that the columns' strips of a run of up to ``m`` pixels read, in
+    every mode (``"wrap"`` reads the other end, which lies beyond this array's own end)."""
+    return jnp.concatenate([x[:, :, :m], x[:, :, -m:]], axis=2)
 
 
 def _runs_of(x, length: int, axis: int, op):
@@ -197,10 +212,11 @@ def _runs_of(x, length: int, axis: int, op):
     return _runs(x.reshape(b, h, w * c), [length], 2, c, op)[length].reshape(b, h, -1, c)
 
 
-def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None):
+def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None, edges=None, edge_width=0):
     """Erosion (``minimum``) or dilation of the ``(B, H, W, C)`` array ``x`` over the
-    footprint ``fp`` (a :func:`_key`), in ``x``'s dtype (``flat``: as for
-    :func:`_run_along`)."""
+    footprint ``fp`` (a :func:`_key`), in ``x``'s dtype (``flat``, ``edges``: as for
+    :func:`_run_along`). With ``edge_width``, ``(result, its edge columns or None)`` for
+    the next pass (:func:`_edge_columns`)."""
     fp = _from_key(fp)
     op = jnp.minimum if minimum else jnp.maximum
     dy, dx = _offsets(fp, reflect)
@@ -212,8 +228,18 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None):
         return lax.slice_in_dim(e, max(-before, 0), e.shape[axis] - max(-after, 0), axis=axis)
 
     if fp.all():  # a rectangle: a run along the columns, then along the rows
-        cols = _run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat)
-        return _run_along(cols, fp.shape[0], top, bottom, 1, op, mode, cval)
+        cols = _run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat, edges)
+        out = _run_along(cols, fp.shape[0], top, bottom, 1, op, mode, cval)
+        if not edge_width:
+            return out
+        m = edge_width + fp.shape[1]  # the columns the result's edge columns read
+        if 2 * m > w:
+            return out, None
+        # the result's edge columns, computed apart on the image's own (not taken from the
+        # columns' pass, which XLA would then materialise in another form: NOTES)
+        narrow = _run_along(_edge_columns(x, m), fp.shape[1], left, right, 2, op, mode, cval)
+        narrow = _run_along(narrow, fp.shape[0], top, bottom, 1, op, mode, cval)
+        return out, _edge_columns(narrow, edge_width)
     # any other footprint: the runs of each footprint row along the columns, on the image
     # extended once, then the rows (offset dy) combined with one comparison each
     spans = {}
@@ -236,7 +262,8 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None):
         i0, j0 = y - y0, (start - x0) * c
         piece = runs[length][:, i0:i0 + h, j0:j0 + w * c]
         out = piece if out is None else op(out, piece)
-    return out.reshape(b, h, w, c)
+    out = out.reshape(b, h, w, c)
+    return (out, None) if edge_width else out
 
 
 def _cval(cval, dtype):
@@ -261,24 +288,30 @@ def _difference(a, b):
 def _grey_body(x, cval, *, name, fp, mode, flat=None):
     """The grey op ``name`` of the ``(B, H, W, C)`` array ``x``; ``flat``: ``x``'s values in
     a flat view, for the passes that read ``x`` (:func:`_run_along`)."""
-    def ero(v, flat=None):
-        return _extremum(v, cval, fp=fp, reflect=False, minimum=True, mode=mode, flat=flat)
+    def ero(v, flat=None, edges=None, edge_width=0):
+        return _extremum(v, cval, fp=fp, reflect=False, minimum=True, mode=mode, flat=flat, edges=edges,
+                         edge_width=edge_width)
 
-    def dil(v, flat=None):
-        return _extremum(v, cval, fp=fp, reflect=True, minimum=False, mode=mode, flat=flat)
+    def dil(v, flat=None, edges=None, edge_width=0):
+        return _extremum(v, cval, fp=fp, reflect=True, minimum=False, mode=mode, flat=flat, edges=edges,
+                         edge_width=edge_width)
+
+    def then(second, first):  # second(first(x)), the first pass's edge columns computed apart
+        out, edges = first(x, flat, edge_width=_from_key(fp).shape[1])
+        return second(out, edges=edges)
 
     if name == "erosion":
         return ero(x, flat)
     if name == "dilation":
         return dil(x, flat)
     if name == "opening":
-        return dil(ero(x, flat))
+        return then(dil, ero)
     if name == "closing":
-        return ero(dil(x, flat))
+        return then(ero, dil)
     if name == "white_tophat":
-        return _difference(x, dil(ero(x, flat)))
+        return _difference(x, then(dil, ero))
     if name == "black_tophat":
-        return _difference(ero(dil(x, flat)), x)
+        return _difference(then(ero, dil), x)
     return _difference(dil(x, flat), ero(x, flat))  # morphological_gradient
 
 
