@@ -72,8 +72,8 @@ def _mix_params(key, images, layout, indices, alphas, op_index):
     g = GAMMA_UNIFORMS
     # per image: two Beta draws (one per alpha), the op, the box centre, the partner order
     u = jax.vmap(lambda i: jax.random.uniform(stage_key(key, i), (4 * g + 4,), jnp.float32))(indices)
-    betas = [jax.vmap(lambda v, a=a: beta_from(v.reshape(2, g), a, a))(u[:, j * 2 * g:(j + 1) * 2 * g])
-             for j, a in enumerate(jnp.asarray(alpha, jnp.float32) for alpha in alphas)]
+    a = jnp.stack([jnp.asarray(alpha, jnp.float32) for alpha in alphas])
+    betas = beta_from(u[:, :4 * g].reshape(n, 2, 2, g), a, a).T  # (alpha, image)
     rest = u[:, 4 * g:]
     op = (rest[:, 0] < 0.5).astype(jnp.int32) if op_index is None else jnp.full((n,), op_index, jnp.int32)
     lam = jnp.where(op == 1, betas[1], betas[0])

@@ -243,8 +243,14 @@ def beta(key, a, b):
 
 
 def beta_from(u, a, b):
-    """:func:`beta` from ``u``, ``(2, GAMMA_UNIFORMS)`` uniforms in [0, 1)."""
-    return jax.nn.sigmoid(log_gamma(u[0], a) - log_gamma(u[1], b))
+    """:func:`beta` from ``u``, ``(..., 2, GAMMA_UNIFORMS)`` uniforms in [0, 1): one draw for
+    each leading index, ``a`` and ``b`` broadcast to those indices. All the Gamma draws are
+    one vectorised :func:`log_gamma` (a separate call per draw compiled twice as long)."""
+    lead = u.shape[:-2]
+    a, b = (jnp.broadcast_to(jnp.asarray(v, jnp.float32), lead).reshape(-1) for v in (a, b))
+    u = u.reshape(-1, 2, GAMMA_UNIFORMS)
+    logs = jax.vmap(log_gamma)(u.reshape(-1, GAMMA_UNIFORMS), jnp.stack([a, b], -1).reshape(-1)).reshape(-1, 2)
+    return jax.nn.sigmoid(logs[:, 0] - logs[:, 1]).reshape(lead)
 
 
 def dirichlet(key, alpha):
