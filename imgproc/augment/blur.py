@@ -5,12 +5,11 @@ of a given length and angle, applied with :func:`imgproc.correlate`), with rando
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from imgproc.core.array_type import callers_type
 from imgproc.core.eager import compiled_when_eager
-from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
+from imgproc.core.keys import below, bernoulli, doctests, maybe, random_op, scaled, uniforms
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_number, check_odd, check_range
 from imgproc.filters.convolution import correlate
@@ -97,10 +96,10 @@ def _motion_params(key, shape, *, layout, size=7, length_range=(3, 7), angle_ran
     size = check_odd("size", size, low=3)
     check_range("length_range", length_range, low=1, high=size)
     check_range("angle_range", angle_range)
-    kl, ka = jax.random.split(key)
+    u = uniforms(key, 2)
     lo, hi = (jnp.asarray(v, jnp.int32) for v in length_range)
-    odd = jax.random.randint(kl, (), lo // 2, (hi + 1) // 2)  # k of the odd lengths 2k + 1 in the range
-    return {"length": (2 * odd + 1).astype(jnp.float32), "angle": uniform(ka, angle_range[0], angle_range[1])}
+    odd = lo // 2 + below(u[0], (hi + 1) // 2 - lo // 2)  # k of the odd lengths 2k + 1 in the range
+    return {"length": (2 * odd + 1).astype(jnp.float32), "angle": scaled(u[1], angle_range[0], angle_range[1])}
 
 
 def _apply_motion(image, params, *, layout, size=7, mode="mirror"):

@@ -11,11 +11,10 @@ Value range
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from imgproc.core.arrays import channel_axis, spatial_axes, to_output
-from imgproc.core.keys import uniform
+from imgproc.core.keys import below, scaled, uniforms
 from imgproc.core.validate import check_range, check_size_pair
 
 __all__ = ["back", "channels", "crop_window_params", "draw_box", "fixed_size", "hw", "need_rgb", "sample_nearest",
@@ -49,13 +48,13 @@ def back(y, dtype):
     return to_output(y, dtype)
 
 
-def draw_box(ka, kr, h, w, scale, ratio):
+def draw_box(u, h, w, scale, ratio):
     """A box of area ``U(scale) * H * W`` and aspect ``r = exp(U(log ratio))``:
-    ``(sqrt(area * r), sqrt(area / r))``, unrounded (keys ``ka``, ``kr`` draw them)."""
+    ``(sqrt(area * r), sqrt(area / r))``, unrounded, from two uniforms ``u`` in [0, 1)."""
     check_range("scale", scale, low=0, high=1)
     check_range("ratio", ratio, low=1e-6)
-    area = uniform(ka, scale[0], scale[1]) * (h * w)
-    r = jnp.exp(uniform(kr, jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
+    area = scaled(u[0], scale[0], scale[1]) * (h * w)
+    r = jnp.exp(scaled(u[1], jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))))
     return jnp.sqrt(area * r), jnp.sqrt(area / r)
 
 
@@ -68,9 +67,8 @@ def fixed_size(options):
 def crop_window_params(key, in_hw, crop):
     """``random_crop``'s draw: a uniform ``crop`` window in an ``in_hw`` image (sides ints
     or traced): ``{"top", "left"}``."""
-    kt, kl = jax.random.split(key)
-    return {"top": jax.random.randint(kt, (), 0, in_hw[0] - crop[0] + 1),
-            "left": jax.random.randint(kl, (), 0, in_hw[1] - crop[1] + 1)}
+    u = uniforms(key, 2)
+    return {"top": below(u[0], in_hw[0] - crop[0] + 1), "left": below(u[1], in_hw[1] - crop[1] + 1)}
 
 
 def warp_coordinates(matrix, out_hw):

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from imgproc.augment.common import back, draw_box, hw, to_float
-from imgproc.augment.noise import field_words, hash_normal
+from imgproc.augment.noise import hash_normal
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import channel_axis, resolve_max, spatial_axes
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, doctests, maybe, random_op
+from imgproc.core.keys import below, doctests, draw_words, maybe, random_op, unit
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_choice, check_number
 
@@ -54,17 +53,18 @@ def erase(image, top, left, height, width, *, value=0.0, layout=None):
 def _erasing_params(key, shape, *, layout, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3)):
     check_number("p", p, low=0, high=1)
     h, w = hw(shape, layout)
-    kp, ka, kr, kt, kl, kv = jax.random.split(key, 6)
-    a, b = draw_box(ka, kr, h, w, scale, ratio)
+    words = draw_words(key, 7)  # whether, the box's area and aspect, its position; the fill's two words
+    u = unit(words[:5])
+    a, b = draw_box(u[1:3], h, w, scale, ratio)
     bh = jnp.clip(jnp.round(a), 1, h).astype(jnp.int32)
     bw = jnp.clip(jnp.round(b), 1, w).astype(jnp.int32)
     return {
-        "erase": bernoulli(kp, p),
-        "top": jax.random.randint(kt, (), 0, h - bh + 1),
-        "left": jax.random.randint(kl, (), 0, w - bw + 1),
+        "erase": u[0] < jnp.asarray(p, jnp.float32),
+        "top": below(u[3], h - bh + 1),
+        "left": below(u[4], w - bw + 1),
         "height": bh,
         "width": bw,
-        "fill_words": field_words(kv),
+        "fill_words": words[5:],
     }
 
 

@@ -19,7 +19,7 @@ from imgproc.core.arrays import matmul, spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, doctests, maybe, random_op, uniform
+from imgproc.core.keys import bernoulli, doctests, maybe, random_op, scaled, uniform, uniforms
 from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
@@ -403,11 +403,10 @@ def _draw_resized_crop(key, in_hw, scale, ratio):
     check_range("scale", scale, low=0, high=1)
     check_range("ratio", ratio, low=1e-6)
     hf, wf = jnp.asarray(h, jnp.float32), jnp.asarray(w, jnp.float32)
-    ka, kr, kt, kl = jax.random.split(key, 4)
-    area = jax.random.uniform(ka, (TRIES,), jnp.float32, jnp.asarray(scale[0], jnp.float32),
-                              jnp.asarray(scale[1], jnp.float32)) * (hf * wf)
+    u = uniforms(key, 2 * TRIES + 2)  # the tries' areas and aspects, then the position
+    area = scaled(u[:TRIES], scale[0], scale[1]) * (hf * wf)
     log_lo, log_hi = jnp.log(jnp.asarray(ratio[0], jnp.float32)), jnp.log(jnp.asarray(ratio[1], jnp.float32))
-    aspect = jnp.exp(jax.random.uniform(kr, (TRIES,), jnp.float32, log_lo, log_hi))
+    aspect = jnp.exp(scaled(u[TRIES:2 * TRIES], log_lo, log_hi))
     bw, bh = jnp.round(jnp.sqrt(area * aspect)), jnp.round(jnp.sqrt(area / aspect))
     fits = (bw >= 1) & (bw <= wf) & (bh >= 1) & (bh <= hf)
     first = jnp.argmax(fits)  # the first try that fits (0 when none does: the fallback below)
@@ -418,8 +417,8 @@ def _draw_resized_crop(key, in_hw, scale, ratio):
     fh = jnp.where(in_ratio < lo_ratio, jnp.round(wf / lo_ratio), hf)
     found = fits.any()
     bw, bh = jnp.where(found, bw[first], fw), jnp.where(found, bh[first], fh)
-    top = jnp.where(found, jnp.floor(jax.random.uniform(kt) * (hf - bh + 1)), jnp.floor((hf - bh) / 2))
-    left = jnp.where(found, jnp.floor(jax.random.uniform(kl) * (wf - bw + 1)), jnp.floor((wf - bw) / 2))
+    top = jnp.where(found, jnp.floor(u[2 * TRIES] * (hf - bh + 1)), jnp.floor((hf - bh) / 2))
+    left = jnp.where(found, jnp.floor(u[2 * TRIES + 1] * (wf - bw + 1)), jnp.floor((wf - bw) / 2))
     return {"top": jnp.minimum(top, hf - bh), "left": jnp.minimum(left, wf - bw), "height": bh, "width": bw}
 
 
@@ -530,9 +529,9 @@ def _translate_params(key, shape, *, layout, max_fraction=0.1):
     fy, fx = (max_fraction, max_fraction) if np.ndim(max_fraction) == 0 else max_fraction
     check_number("max_fraction", fy, low=0, high=1)
     check_number("max_fraction", fx, low=0, high=1)
-    ky, kx = jax.random.split(key)
+    u = uniforms(key, 2)
     my, mx = jnp.asarray(fy, jnp.float32) * h, jnp.asarray(fx, jnp.float32) * w
-    return {"dy": uniform(ky, -my, my), "dx": uniform(kx, -mx, mx)}
+    return {"dy": scaled(u[0], -my, my), "dx": scaled(u[1], -mx, mx)}
 
 
 def _apply_translate(image, params, *, layout, mode="constant", cval=0.0):

@@ -20,7 +20,7 @@ import numpy as np
 
 from imgproc.augment.common import back, to_float
 from imgproc.core.arrays import resolve_max
-from imgproc.core.keys import doctests, random_op
+from imgproc.core.keys import doctests, draw_words, random_op
 from imgproc.core.registry import KEEPS_TARGETS, register_ops
 from imgproc.core.validate import check_number
 
@@ -148,8 +148,8 @@ def _apply_speckle(image, params, *, layout, sigma=0.1):
 def _salt_and_pepper_params(key, shape, *, layout, amount=0.05, salt_vs_pepper=0.5):
     check_number("amount", amount, low=0, high=1)
     check_number("salt_vs_pepper", salt_vs_pepper, low=0, high=1)
-    k1, k2 = jax.random.split(key)
-    return {"hit_words": field_words(k1), "salt_words": field_words(k2)}
+    words = draw_words(key, 4)
+    return {"hit_words": words[:2], "salt_words": words[2:]}
 
 
 def _apply_salt_and_pepper(image, params, *, layout, amount=0.05, salt_vs_pepper=0.5, max_value=None):

@@ -42,7 +42,7 @@ from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batc
 from imgproc.augment.common import back, hw
 from imgproc.augment.warp import INTERPOLATIONS, affine_inverse, warp_affine
 from imgproc.core.arrays import resolve_max
-from imgproc.core.keys import dirichlet, doctests, random_op
+from imgproc.core.keys import GAMMA_UNIFORMS, below, dirichlet_from, doctests, random_op, uniforms
 from imgproc.core.registry import IN_LOOP, register_ops
 from imgproc.core.validate import check_choice, check_int, check_number
 from imgproc.augment.intensity import (
@@ -447,10 +447,10 @@ def _check_auto(policy, fill, strategy, group_size, interpolation="nearest"):
     _check_common(fill, strategy, group_size, interpolation)
 
 
-def _signed(key, mags, signed, ops):
-    """torchvision: a signed op's magnitude is negated when ``rand() <= 0.5``."""
-    flip = jax.random.uniform(key, ops.shape) <= 0.5
-    return jnp.where(signed[ops] & flip, -mags, mags)
+def _signed(u, mags, signed, ops):
+    """torchvision: a signed op's magnitude is negated when ``rand() <= 0.5`` (``u``:
+    uniforms of ``ops``' shape)."""
+    return jnp.where(signed[ops] & (u.reshape(ops.shape) <= 0.5), -mags, mags)
 
 
 # --------------------------------------------------------------------------- RandAugment
@@ -462,9 +462,9 @@ def _rand_params(key, shape, *, layout, num_ops=2, magnitude=9, num_magnitude_bi
     h, w = hw(shape, layout)
     space = augmentation_space("rand", bins, h, w)
     table, signed = _tables(space, bins)
-    ko, ks = jax.random.split(key)
-    ops = jax.random.randint(ko, (n_steps,), 0, len(space))
-    return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, magnitude], signed, ops)}
+    u = uniforms(key, 2 * n_steps)  # the ops, then the signs
+    ops = below(u[:n_steps], len(space))
+    return {"op": ops, "magnitude": _signed(u[n_steps:], table[ops, magnitude], signed, ops)}
 
 
 _apply_rand, _batch_rand = _policy_runners("rand", 2, "nearest")
@@ -477,10 +477,9 @@ def _wide_params(key, shape, *, layout, num_magnitude_bins=31):
     bins = check_int("num_magnitude_bins", num_magnitude_bins, low=2, high=10_000)
     space = augmentation_space("wide", bins, 1, 1)
     table, signed = _tables(space, bins)
-    ko, kb, ks = jax.random.split(key, 3)
-    ops = jax.random.randint(ko, (1,), 0, len(space))
-    b = jax.random.randint(kb, (1,), 0, bins)
-    return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, b], signed, ops)}
+    u = uniforms(key, 3)  # the op, its magnitude bin, its sign
+    ops, b = below(u[:1], len(space)), below(u[1:2], bins)
+    return {"op": ops, "magnitude": _signed(u[2:], table[ops, b], signed, ops)}
 
 
 _apply_wide, _batch_wide = _policy_runners("wide", 2, "nearest")
@@ -506,12 +505,12 @@ def _auto_params(key, shape, *, layout, policy="imagenet"):
     check_choice("policy", policy, POLICIES)
     h, w = hw(shape, layout)
     ops, probs, mags, signed = _auto_tables(policy, h, w)
-    kp, ka, ks = jax.random.split(key, 3)
-    sub = jax.random.randint(kp, (), 0, ops.shape[0])
-    applied = jax.random.uniform(ka, (2,)) <= probs[sub]
+    u = uniforms(key, 5)  # the sub-policy, whether each step applies, the steps' signs
+    sub = below(u[0], ops.shape[0])
+    applied = u[1:3] <= probs[sub]
     op = jnp.where(applied, ops[sub], 0)  # 0: Identity (the step is skipped)
-    return {"sub_policy": sub.astype(jnp.int32), "op": op.astype(jnp.int32),
-            "magnitude": _signed(ks, jnp.where(applied, mags[sub], 0.0), signed, op)}
+    return {"sub_policy": sub, "op": op.astype(jnp.int32),
+            "magnitude": _signed(u[3:], jnp.where(applied, mags[sub], 0.0), signed, op)}
 
 
 _apply_auto, _batch_auto = _policy_runners("auto", 2, "nearest")
@@ -530,15 +529,20 @@ def _augmix_params(key, shape, *, layout, severity=3, width=3, depth=-1, alpha=1
     h, w = hw(shape, layout)
     space = augmentation_space("augmix", 10, h, w)
     table, signed = _tables(space, 10)
-    kw, km, kd, ko, kb, ks = jax.random.split(key, 6)
+    g, cells = GAMMA_UNIFORMS, n_chains * steps
+    # the mix weight's and the chains' Dirichlet draws, the chains' depths, then each
+    # step's op, magnitude bin and sign
+    u = uniforms(key, (2 + n_chains) * g + n_chains + 3 * cells)
     a = jnp.asarray(alpha, jnp.float32)
-    m = dirichlet(kw, jnp.stack([a, a]))
-    weights = dirichlet(km, jnp.full((n_chains,), a)) * m[1]
-    chain_depth = jnp.full((n_chains, 1), steps) if depth != -1 else jax.random.randint(kd, (n_chains, 1), 1, 4)
-    ops = jax.random.randint(ko, (n_chains, steps), 1, len(space))  # 0 is Identity, not drawn
+    m = dirichlet_from(u[:2 * g], jnp.stack([a, a]))
+    weights = dirichlet_from(u[2 * g:(2 + n_chains) * g], jnp.full((n_chains,), a)) * m[1]
+    u = u[(2 + n_chains) * g:]
+    chain_depth = jnp.full((n_chains, 1), steps) if depth != -1 else 1 + below(u[:n_chains, None], 3)
+    u = u[n_chains:].reshape(3, n_chains, steps)
+    ops = 1 + below(u[0], len(space) - 1)  # 0 is Identity, not drawn
     ops = jnp.where(jnp.arange(steps)[None, :] < chain_depth, ops, 0)
-    b = jax.random.randint(kb, (n_chains, steps), 0, sev)
-    return {"op": ops.astype(jnp.int32), "magnitude": _signed(ks, table[ops, b], signed, ops),
+    b = below(u[1], sev)
+    return {"op": ops, "magnitude": _signed(u[2], table[ops, b], signed, ops),
             "weights": jnp.concatenate([m[:1], weights])}
 
 

@@ -24,7 +24,7 @@ from imgproc.core.arrays import HIGHEST, spatial_axes
 from imgproc.core.boundary import pad_axis
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import doctests, random_op, uniform
+from imgproc.core.keys import doctests, random_op, scaled, uniforms
 from imgproc.core.registry import CanvasForm, OpInfo, TargetRule, register_ops, resolve_targets
 from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
 
@@ -447,15 +447,15 @@ def _resize_params(key, shape, *, layout, size=None, scale=(0.5, 2.0)):
     oh, ow = _canvas(size, shape, layout)
     check_range("scale", scale, low=1e-3)
     h, w = hw(shape, layout)
-    ks, kt, kl = jax.random.split(key, 3)
-    s = uniform(ks, scale[0], scale[1])
+    u = uniforms(key, 3)
+    s = scaled(u[0], scale[0], scale[1])
     fit = min(oh / h, ow / w)
     sh, sw = jnp.round(h * fit * s), jnp.round(w * fit * s)
     # every placement equally likely: the whole scaled image inside the canvas when it is
     # smaller, the canvas inside the scaled image when it is larger (per axis)
     dh, dw = oh - sh, ow - sw
-    return {"scale": s, "top": jnp.sign(dh) * jnp.floor(jax.random.uniform(kt) * (jnp.abs(dh) + 1.0)),
-            "left": jnp.sign(dw) * jnp.floor(jax.random.uniform(kl) * (jnp.abs(dw) + 1.0))}
+    return {"scale": s, "top": jnp.sign(dh) * jnp.floor(u[1] * (jnp.abs(dh) + 1.0)),
+            "left": jnp.sign(dw) * jnp.floor(u[2] * (jnp.abs(dw) + 1.0))}
 
 
 def _check_resize(size, cval, method):

@@ -13,7 +13,6 @@ those inside, scipy's ``grid-constant``; torchvision's zero padding with ``cval 
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -24,7 +23,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import matmul, spatial_axes
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, doctests, random_op, uniform
+from imgproc.core.keys import below, doctests, random_op, scaled, uniforms
 from imgproc.core.registry import OpInfo, register_ops
 from imgproc.core.validate import check_choice, check_number, check_range, is_traced
 
@@ -295,11 +294,11 @@ def _affine_params(key, shape, *, layout, degrees=10.0, translate=(0.1, 0.1), sc
     fx, fy = check_number("translate[0]", translate[0], low=0, high=1), check_number("translate[1]", translate[1], low=0, high=1)
     check_range("scale", scale, low=0)
     (sx_lo, sx_hi), (sy_lo, sy_hi) = _shear_ranges(shear)
-    ka, kx, ky, ks, kh, kv = jax.random.split(key, 6)
+    u = uniforms(key, 6)
     mx, my = jnp.asarray(fx, jnp.float32) * w, jnp.asarray(fy, jnp.float32) * h
-    return {"angle": uniform(ka, lo, hi), "tx": jnp.round(uniform(kx, -mx, mx)), "ty": jnp.round(uniform(ky, -my, my)),
-            "scale": uniform(ks, scale[0], scale[1]), "shear_x": uniform(kh, sx_lo, sx_hi),
-            "shear_y": uniform(kv, sy_lo, sy_hi)}
+    return {"angle": scaled(u[0], lo, hi), "tx": jnp.round(scaled(u[1], -mx, mx)), "ty": jnp.round(scaled(u[2], -my, my)),
+            "scale": scaled(u[3], scale[0], scale[1]), "shear_x": scaled(u[4], sx_lo, sx_hi),
+            "shear_y": scaled(u[5], sy_lo, sy_hi)}
 
 
 def _affine_params_matrix(params, shape, layout):
@@ -338,17 +337,17 @@ def _perspective_params(key, shape, *, layout, distortion_scale=0.5, p=0.5):
     h, w = hw(shape, layout)
     d = jnp.asarray(distortion_scale, jnp.float32)
     dx, dy = jnp.floor(d * (w // 2)).astype(jnp.int32), jnp.floor(d * (h // 2)).astype(jnp.int32)
-    kp, *ks = jax.random.split(key, 9)
-    r = lambda k, lo, hi: jax.random.randint(k, (), lo, hi).astype(jnp.float32)  # noqa: E731  [lo, hi)
+    u = uniforms(key, 9)  # whether, then the eight coordinates
+    r = lambda i, lo, hi: (lo + below(u[i], hi - lo)).astype(jnp.float32)  # noqa: E731  [lo, hi)
     # torchvision's RandomPerspective.get_params: each corner moves inwards by up to
     # distortion_scale * half the side, integer pixels
     end = jnp.stack([
-        jnp.stack([r(ks[0], 0, dx + 1), r(ks[1], 0, dy + 1)]),
-        jnp.stack([r(ks[2], w - dx - 1, w), r(ks[3], 0, dy + 1)]),
-        jnp.stack([r(ks[4], w - dx - 1, w), r(ks[5], h - dy - 1, h)]),
-        jnp.stack([r(ks[6], 0, dx + 1), r(ks[7], h - dy - 1, h)]),
+        jnp.stack([r(1, 0, dx + 1), r(2, 0, dy + 1)]),
+        jnp.stack([r(3, w - dx - 1, w), r(4, 0, dy + 1)]),
+        jnp.stack([r(5, w - dx - 1, w), r(6, h - dy - 1, h)]),
+        jnp.stack([r(7, 0, dx + 1), r(8, h - dy - 1, h)]),
     ])
-    return {"endpoints": jnp.where(bernoulli(kp, p), end, jnp.asarray(corners(h, w)))}
+    return {"endpoints": jnp.where(u[0] < jnp.asarray(p, jnp.float32), end, jnp.asarray(corners(h, w)))}
 
 
 def _perspective_params_matrix(params, shape, layout):

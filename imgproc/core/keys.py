@@ -27,8 +27,9 @@ from imgproc.core.images import check_image
 from imgproc.core.registry import OpInfo, pick_options, takes
 from imgproc.core.validate import check_key
 
-__all__ = ["BATCH_LAYOUTS", "GAMMA_UNIFORMS", "bernoulli", "beta", "beta_from", "dirichlet", "doctests", "log_gamma", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch",
-           "stage_key", "uniform"]
+__all__ = ["BATCH_LAYOUTS", "GAMMA_UNIFORMS", "below", "bernoulli", "beta", "beta_from", "dirichlet", "doctests",
+           "draw_words", "log_gamma", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch", "scaled",
+           "stage_key", "uniform", "uniforms", "unit"]
 
 BATCH_LAYOUTS = {"NHWC": "HWC", "NCHW": "CHW"}
 
@@ -207,6 +208,45 @@ def bernoulli(key, p):
     return jax.random.uniform(key) < jnp.asarray(p, jnp.float32)
 
 
+# A sampler that needs several variates draws them all from one hash of its key
+# (:func:`draw_words` or :func:`uniforms`) and takes them in turn, not from a key split per
+# variate: each threefry call is a loop XLA compiles on its own, and the draws of the
+# ImageNet recipe's stages, made call by call, took 1.2 s of its compilation (0.5 s drawn
+# stage by stage; benchmarks/NOTES.md, "Compilation").
+
+
+def draw_words(key, n: int):
+    """``n`` uint32 words from one hash of ``key`` (``jax.random.bits``)."""
+    return jax.random.bits(key, (n,), jnp.uint32)
+
+
+def unit(words):
+    """float32 uniforms in [0, 1) from uint32 ``words`` as ``jax.random.uniform`` makes them
+    (the top 23 bits as a mantissa): ``unit(draw_words(key, n)) ==
+    jax.random.uniform(key, (n,))``."""
+    return jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
+
+
+def uniforms(key, n: int):
+    """``n`` float32 uniforms in [0, 1) from one hash of ``key``
+    (``jax.random.uniform(key, (n,))``)."""
+    return jax.random.uniform(key, (n,), jnp.float32)
+
+
+def scaled(u, lo, hi):
+    """Uniforms ``u`` in [0, 1) taken to [``lo``, ``hi``), as ``jax.random.uniform``'s
+    ``minval``/``maxval`` (traced or not)."""
+    lo, hi = jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32)
+    return jnp.maximum(lo, u * (hi - lo) + lo)
+
+
+def below(u, n):
+    """int32 in [0, ``n``) from uniforms ``u`` in [0, 1): ``floor(u * n)`` (``n`` traced or
+    not, at least 1; uniform to one part in 2**23 / n)."""
+    n = jnp.asarray(n, jnp.float32)
+    return jnp.minimum(jnp.floor(u * n), n - 1.0).astype(jnp.int32)
+
+
 # proposals a Gamma draw makes at once (:func:`log_gamma`): each is accepted with
 # probability at least 0.95, so all twelve fail with probability below 1e-15
 GAMMA_PROPOSALS = 12
@@ -257,8 +297,13 @@ def dirichlet(key, alpha):
     """A float32 Dirichlet(``alpha``) draw (``alpha`` a 1-D traced array, each > 0): Gamma
     draws (:func:`log_gamma`) normalised, from one ``jax.random.uniform`` call."""
     alpha = jnp.asarray(alpha, jnp.float32)
-    u = jax.random.uniform(key, (alpha.shape[0], GAMMA_UNIFORMS), jnp.float32)
-    return jax.nn.softmax(jax.vmap(log_gamma)(u, alpha))
+    return dirichlet_from(uniforms(key, alpha.shape[0] * GAMMA_UNIFORMS), alpha)
+
+
+def dirichlet_from(u, alpha):
+    """:func:`dirichlet` from ``u``, ``len(alpha) * GAMMA_UNIFORMS`` uniforms in [0, 1)."""
+    alpha = jnp.asarray(alpha, jnp.float32)
+    return jax.nn.softmax(jax.vmap(log_gamma)(u.reshape(alpha.shape[0], GAMMA_UNIFORMS), alpha))
 
 
 def uniform(key, lo, hi):

@@ -52,12 +52,15 @@ def test_imagenet_train_shapes_labels_and_strategies_agree(strategy):
     # trivial_augment's float excursions (no clipping between stages)
     assert x.min() < -1.0 and x.max() > 1.0
     reference = _select_reference()
-    # every strategy, the same numbers up to float rounding: TrivialAugment's bilinear warps
-    # round differently under vmap and lax.map, so a rare pixel of the uint8 augmentation
-    # lands one level apart (1 / 255 / std after normalize)
+    # every strategy, the same numbers up to float rounding (docs/augment.md, "Strategies"):
+    # XLA rounds the crop and the warps differently under vmap and lax.map, so a rare pixel
+    # of the uint8 augmentation lands one level apart (1 / 255 / std after normalize), and
+    # Equalize, which counts levels, can turn such a tie into a few levels on a few pixels
+    # (key 5: 3 of 24,576 values, up to 4 levels)
     level = 1.0 / 255 / min(recipes.IMAGENET_STD)
-    np.testing.assert_allclose(x, reference["images"], atol=level + 1e-4)
-    assert np.mean(np.abs(x - reference["images"]) > 1e-4) < 1e-3
+    diff = np.abs(x - reference["images"])
+    assert np.mean(diff > level + 1e-4) < 5e-4 and diff.max() < 8 * level
+    assert np.mean(diff > 1e-4) < 1e-3
     np.testing.assert_allclose(y, reference["labels"], atol=1e-6)
 
 
