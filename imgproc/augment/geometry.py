@@ -19,7 +19,7 @@ from imgproc.core.arrays import matmul, spatial_axes
 from imgproc.core.boundary import source_index
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.keys import bernoulli, doctests, maybe, random_op, scaled, uniform, uniforms
+from imgproc.core.keys import below, bernoulli, doctests, maybe, random_op, scaled, uniform, uniforms
 from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
 from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
@@ -351,7 +351,7 @@ def _rot90_params(key, shape, *, layout):
     h, w = hw(shape, layout)
     if h != w:
         raise ValueError(f"random_rot90 needs a square image (H == W); got H={h}, W={w}")
-    return {"k": jax.random.randint(key, (), 0, 4)}
+    return {"k": below(uniforms(key, 1)[0], 4)}
 
 
 def _apply_rot90(image, params, *, layout):

@@ -35,7 +35,7 @@ from imgproc.augment.common import back, channels
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import from_nhwc, resolve_max, to_nhwc
 from imgproc.core.images import check_image
-from imgproc.core.keys import doctests, random_op
+from imgproc.core.keys import below, doctests, random_op, uniforms
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_int, check_range, is_traced
 
@@ -189,7 +189,8 @@ def jpeg_compression(image, quality, *, max_value=None, layout=None):
 def _jpeg_params(key, shape, *, layout, quality_range=(30, 95)):
     check_range("quality_range", quality_range, low=1, high=100)
     lo, hi = quality_range
-    return {"quality": jax.random.randint(key, (), jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32) + 1)}
+    lo, hi = jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32)
+    return {"quality": lo + below(uniforms(key, 1)[0], hi - lo + 1)}
 
 
 def _apply_jpeg(image, params, *, layout, max_value=None):
