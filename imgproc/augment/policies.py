@@ -6,7 +6,7 @@ sub-policies (``torchvision.transforms.v2``: ``RandAugment``, ``TrivialAugmentWi
 Every policy is a random op: its sampler draws, per image, the op index and the signed
 magnitude of every step (and AugMix's mixing weights); applying it is a sequence of
 ``lax.switch`` steps over the op list (``lax.scan`` over the steps, so every op is traced
-once). A batch runs with the ``strategy`` of :mod:`imgproc.augment.choice` (``"select"``,
+once), in which the five warps are one branch (each warp's 2×3 matrix, then one warp). A batch runs with the ``strategy`` of :mod:`imgproc.augment.choice` (``"select"``,
 ``"map"``, ``"group"``); all give the same numbers (bit for bit with nearest sampling; with
 bilinear, the warps' float rounding can differ between strategies, so an integer image
 may come out a level apart at a rare pixel).
@@ -226,20 +226,30 @@ def _affine(x, fill, interpolation, **transform):
     return warp_affine(x, affine_inverse(h, w, **transform), layout="HWC", interpolation=interpolation, cval=fill)
 
 
-def _shear(x, mag, fill, axis, interpolation):
-    deg = jnp.rad2deg(jnp.arctan(mag))
-    return _affine(x, fill, interpolation, shear=(deg, 0.0) if axis == 0 else (0.0, deg), center=(0.0, 0.0))
+WARP_OPS = ("ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate")
 
 
-def _translate(x, mag, fill, axis, interpolation):
-    t = jnp.trunc(mag)  # int(magnitude)
-    return _affine(x, fill, interpolation, translate=(t, 0.0) if axis == 0 else (0.0, t))
+def _warp_transform(name, mag):
+    """``F.affine``'s arguments for the warp op ``name`` (one of :data:`WARP_OPS`) with
+    signed magnitude ``mag``."""
+    if name in ("ShearX", "ShearY"):
+        deg = jnp.rad2deg(jnp.arctan(mag))
+        return {"shear": (deg, 0.0) if name == "ShearX" else (0.0, deg), "center": (0.0, 0.0)}
+    if name in ("TranslateX", "TranslateY"):
+        t = jnp.trunc(mag)  # int(magnitude)
+        return {"translate": (t, 0.0) if name == "TranslateX" else (0.0, t)}
+    return {"angle": -mag}  # F.rotate turns counter-clockwise, F.affine clockwise
 
 
-def _rotate(x, mag, fill, interpolation):
-    # F.rotate turns counter-clockwise, F.affine clockwise
-    return _affine(x, fill, interpolation, angle=-mag)
-
+def _warp(x, warps, kind, mag, fill, interpolation):
+    """The warp op ``warps[kind]`` (``kind`` traced) on one HWC float32 image: every warp's
+    2×3 matrix (a few scalars) and one warp with the chosen one. A policy's warps share one
+    branch this way: five warps as branches of their own were a fifth of the ImageNet
+    recipe's compiled loops, and under ``vmap`` (the ``"select"`` strategy) ran five warps
+    an image."""
+    h, w = x.shape[0], x.shape[1]
+    inverses = jnp.stack([affine_inverse(h, w, **_warp_transform(n, mag)) for n in warps])
+    return warp_affine(x, inverses[kind], layout="HWC", interpolation=interpolation, cval=fill)
 
 def _luma(x, m):
     if x.shape[-1] == 1:
@@ -269,12 +279,8 @@ def op_fn(name, x, mag, m, fill, interpolation="nearest"):
     """torchvision's op ``name`` with signed magnitude ``mag`` on one HWC float32 image."""
     if name == "Identity":
         return x
-    if name in ("ShearX", "ShearY"):
-        return _shear(x, mag, fill, 0 if name == "ShearX" else 1, interpolation)
-    if name in ("TranslateX", "TranslateY"):
-        return _translate(x, mag, fill, 0 if name == "TranslateX" else 1, interpolation)
-    if name == "Rotate":
-        return _rotate(x, mag, fill, interpolation)
+    if name in WARP_OPS:
+        return _affine(x, fill, interpolation, **_warp_transform(name, mag))
     if name == "Brightness":
         return _blend(x, 0.0, 1.0 + mag, m)
     if name == "Color":
@@ -296,14 +302,37 @@ def op_fn(name, x, mag, m, fill, interpolation="nearest"):
     raise ValueError(f"unknown policy op {name!r}")
 
 
-class _OpBranch:
-    """One op of a policy as a branch of :func:`imgproc.augment.choice.run_choice_batch`."""
+def _branches(names):
+    """The switch a policy's step runs: ``(branch names, warps, op -> branch, op -> warp
+    kind)``. The warp ops (:data:`WARP_OPS`) are one branch, ``"Warp"``, at the first
+    one's place (:func:`_warp`); every other op a branch of its own."""
+    warps = tuple(n for n in names if n in WARP_OPS)
+    branch_names, to_branch, kind = [], [], []
+    for n in names:
+        b = "Warp" if n in WARP_OPS else n
+        if b not in branch_names:
+            branch_names.append(b)
+        to_branch.append(branch_names.index(b))
+        kind.append(warps.index(n) if n in WARP_OPS else 0)
+    return tuple(branch_names), warps, jnp.asarray(to_branch, jnp.int32), jnp.asarray(kind, jnp.int32)
 
-    def __init__(self, name, m, fill, interpolation):
-        self.name, self.m, self.fill, self.interpolation = name, m, fill, interpolation
+
+def _branch_fn(name, warps, m, fill, interpolation):
+    """Branch ``name`` of :func:`_branches` as ``f(x, mag, kind)``."""
+    if name == "Warp":
+        return lambda x, mag, kind: _warp(x, warps, kind, mag, fill, interpolation)
+    return lambda x, mag, kind: op_fn(name, x, mag, m, fill, interpolation)
+
+
+class _OpBranch:
+    """One branch of a policy's step (:func:`_branches`) as a branch of
+    :func:`imgproc.augment.choice.run_choice_batch`."""
+
+    def __init__(self, fn):
+        self.fn = fn
 
     def apply(self, image, params, layout, max_value, hints):
-        return op_fn(self.name, image, params["m"], self.m, self.fill, self.interpolation)
+        return self.fn(image, params["m"], params["kind"])
 
 
 # --------------------------------------------------------------------------- running steps
@@ -326,19 +355,21 @@ def _from_hwc(y, layout):
 
 
 def _one_step(names, m, fill, interpolation):
-    fns = [lambda x, mag, n=n: op_fn(n, x, mag, m, fill, interpolation) for n in names]
+    branch_names, warps, to_branch, kind = _branches(names)
+    fns = [_branch_fn(b, warps, m, fill, interpolation) for b in branch_names]
 
     def step(x, op, mag):
-        return jax.lax.switch(op, fns, x, mag)
+        return jax.lax.switch(to_branch[op], fns, x, mag, kind[op])
 
     return step
 
 
 def _batch_step(names, m, fill, strategy, group_size, interpolation):
-    branches = [_OpBranch(n, m, fill, interpolation) for n in names]
+    branch_names, warps, to_branch, kind = _branches(names)
+    branches = [_OpBranch(_branch_fn(b, warps, m, fill, interpolation)) for b in branch_names]
 
     def step(x, op, mag):
-        params = {"index": op, "branches": tuple({"m": mag} for _ in branches)}
+        params = {"index": to_branch[op], "branches": tuple({"m": mag, "kind": kind[op]} for _ in branches)}
         return run_choice_batch(branches, params, x, "HWC", strategy, group_size, m, IN_LOOP)
 
     return step

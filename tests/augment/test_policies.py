@@ -259,6 +259,25 @@ def test_every_strategy_gives_the_same_values(spec):
     np.testing.assert_array_equal(fn(key, BATCH[2], **options), outs[0][2])
 
 
+@pytest.mark.parametrize("policy", ["rand", "wide", "auto", "augmix"])
+@pytest.mark.parametrize("interpolation", ["nearest", "bilinear"])
+def test_the_warps_share_one_branch_with_each_warps_own_numbers(policy, interpolation):
+    """A policy's five warps are one branch of its step's switch (policies._warp): each
+    gives what the op alone gives (op_fn, checked against torchvision above), bit for bit."""
+    names = tuple(n for n, _, _ in P.augmentation_space(policy, 10, 1, 1))
+    x = jnp.asarray(X, jnp.float32)
+    step = jax.jit(P._one_step(names, 255.0, jnp.float32(7.0), interpolation))
+    for op, name in enumerate(names):
+        if name in P.WARP_OPS:
+            for mag in (-0.4, 3.7, 17.0):
+                want = jax.jit(lambda v, m, n=name: P.op_fn(n, v, m, 255.0, jnp.float32(7.0), interpolation))
+                np.testing.assert_array_equal(step(x, op, jnp.float32(mag)), want(x, jnp.float32(mag)),
+                                              err_msg=f"{policy} {name} {mag}")
+    jaxpr = jax.make_jaxpr(lambda v, o, m: P._one_step(names, 255.0, 7.0, interpolation)(v, o, m))(x, 1, 0.5)
+    (switch,) = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+    assert len(switch.params["branches"]) == len(names) - len(P.WARP_OPS) + 1
+
+
 def test_nchw_gives_the_nhwc_numbers():
     nhwc = imgproc.rand_augment(5, BATCH, num_ops=3, magnitude=20, strategy="map")
     nchw = imgproc.rand_augment(5, np.moveaxis(BATCH, -1, 1), num_ops=3, magnitude=20, strategy="map", layout="NCHW")
