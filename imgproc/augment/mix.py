@@ -54,15 +54,21 @@ def _check_batch(images, labels, layout, indices, num_classes):
     return images, labels.astype(jnp.float32), layout, indices
 
 
-def _partners(u):
+def _partners(u, count=None):
     """Image ``i``'s partner: the next image in the cycle sorted by each image's draw
-    ``u[i]`` (ties, improbable, by position)."""
+    ``u[i]`` (ties, improbable, by position), among the first ``count`` images (traced;
+    None: all; the rest, padding, sort after them and are nobody's partner)."""
+    n = u.shape[0]
+    if count is None:
+        count = n
+    else:
+        u = jnp.where(jnp.arange(n) < count, u, jnp.inf)
     order = jnp.argsort(u, stable=True)
     rank = jnp.argsort(order)
-    return order[(rank + 1) % u.shape[0]]
+    return order[(rank + 1) % jnp.maximum(count, 1)]
 
 
-def _mix_params(key, images, layout, indices, alphas, op_index):
+def _mix_params(key, images, layout, indices, alphas, op_index, count=None):
     """Per-image draws: partner, ``lam`` (from the alpha of the image's op), CutMix box
     ``(x1, y1, x2, y2)`` and op (0 mixup, 1 cutmix: ``op_index``, or drawn when None).
     Every variate of image ``i`` comes from one ``jax.random.uniform`` call on its key
@@ -83,7 +89,7 @@ def _mix_params(key, images, layout, indices, alphas, op_index):
     rw, rh = jnp.floor(r * w).astype(jnp.int32), jnp.floor(r * h).astype(jnp.int32)
     box = jnp.stack([jnp.maximum(cx - rw, 0), jnp.maximum(cy - rh, 0), jnp.minimum(cx + rw, w),
                      jnp.minimum(cy + rh, h)], -1)
-    return {"partner": _partners(rest[:, 3]), "lam": lam, "box": box, "op": op}
+    return {"partner": _partners(rest[:, 3], count), "lam": lam, "box": box, "op": op}
 
 
 def _apply_mix(images, labels, params, layout):
@@ -107,13 +113,13 @@ def _apply_mix(images, labels, params, layout):
     return to_output(mixed, images.dtype), y, weight
 
 
-def _run(images, labels, key, alphas, indices, layout, num_classes, op_index, return_params):
+def _run(images, labels, key, alphas, indices, layout, num_classes, op_index, return_params, count=None):
     key = check_key(key)
     for a in alphas:
         check_number("alpha", a, low=0, low_open=True)
     images, labels, layout, indices = _check_batch(images, labels, layout, indices, num_classes)
     images = jnp.asarray(images)
-    params = _mix_params(key, images, layout, indices, alphas, op_index)
+    params = _mix_params(key, images, layout, indices, alphas, op_index, count)
     x, y, weight = _apply_mix(images, labels, params, layout)
     if return_params:
         return x, y, dict(params, label_weight=weight)
@@ -189,12 +195,16 @@ def parse_spec(spec):
 
 
 @callers_type
-def mix_batch(images, labels, spec, *, key, indices=None, num_classes=None, layout=None, return_params=False):
+def mix_batch(images, labels, spec, *, key, indices=None, num_classes=None, layout=None, return_params=False,
+              count=None):
     """Run a JSON mix spec on a batch after a pipeline: ``{"op": "mixup", "alpha": 0.2}``,
     ``{"op": "cutmix", "alpha": 1.0}``, or a list of both, in which case each image draws
     one of the two with probability 1/2 (torchvision's ``RandomChoice([MixUp, CutMix])``
     draws one per batch; here per image, from ``fold_in(key, indices[i])``). Arguments and
-    reproducibility as :func:`mixup`.
+    reproducibility as :func:`mixup`. ``count`` (an int, traced or not): only the first
+    ``count`` images are the batch and the rest padding, which no image mixes with (a
+    partial batch run in a full batch's program: the first ``count`` results are those of
+    the ``count`` images alone).
 
     Example:
         >>> import numpy as np, imgproc
@@ -208,9 +218,9 @@ def mix_batch(images, labels, spec, *, key, indices=None, num_classes=None, layo
     if len(ops) == 1:
         (op, alpha), = ops.items()
         return _run(images, labels, key, (alpha, alpha), indices, layout, num_classes, MIX_OPS.index(op),
-                    return_params)
+                    return_params, count)
     return _run(images, labels, key, (ops["mixup"], ops["cutmix"]), indices, layout, num_classes, None,
-                return_params)
+                return_params, count)
 
 
 __all__ = ["MIX_OPS", "cutmix", "mix_batch", "mixup"]

@@ -30,7 +30,7 @@ from imgproc.core.devices import batch_partition, freeze, map_batch
 from imgproc.core.validate import DTYPES, check_list_values
 from imgproc.cpu import MIN_BYTES, interface_array, keep, on_one_cpu
 
-__all__ = ["as_input", "callers_type"]
+__all__ = ["as_input", "callers_type", "host_result"]
 
 
 def as_input(image):
@@ -112,6 +112,12 @@ def _overlaps(array: np.ndarray, inputs) -> bool:
     """Whether ``array``'s memory may overlap any of ``inputs`` (host arrays; bounds only,
     so a doubt makes a copy)."""
     return any(np.may_share_memory(array, x) for x in inputs)
+
+
+def host_result(array) -> np.ndarray:
+    """A result as a NumPy array the way :func:`callers_type` hands it over (a large CPU
+    result as a view of its buffer, no copy), for code that slices it before returning."""
+    return _to_numpy(array)
 
 
 def _to_jax(leaf):

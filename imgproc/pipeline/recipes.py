@@ -62,7 +62,7 @@ import numpy as np
 from imgproc.augment.intensity import normalize
 from imgproc.augment.mix import mix_batch, parse_spec
 from imgproc.augment.targets import TARGET_KEYS
-from imgproc.core.array_type import callers_type
+from imgproc.core.array_type import callers_type, host_result
 from imgproc.core.images import check_image
 from imgproc.core.program_cache import enable_compilation_cache
 from imgproc.core.validate import (check_choice, check_indices, check_key, check_number, check_range, check_size_pair,
@@ -140,6 +140,7 @@ class Recipe:
             self._augment, self._normalize = self.pipeline, None
         self._cache_on = False  # the persistent compilation cache, turned on by the first call
         self.trace_count = 0  # traces of normalize + mix (tests: a second call does not recompile)
+        self._finish_sizes = set()  # the batch sizes the program below was called with
         # on a concrete batch: the augmentation's own call, then this; written into a
         # dropped earlier result's buffer on NumPy input (imgproc.cpu.output_buffers)
         self._finish_program = IntoBuffer(
@@ -176,22 +177,39 @@ class Recipe:
         """The dtype of ``"images"`` for input of ``dtype`` (float32 after ``normalize``)."""
         return self.pipeline.output_dtype(dtype)
 
-    def _finish(self, x, labels, key, indices, *, num_classes):
+    def _finish(self, x, labels, key, indices, count=None, *, num_classes):
         """The pipeline's ``normalize`` (when it ends with one) and the mix (when the recipe
-        mixes and labels are given) of the augmented batch ``x``: ``(images, labels)``."""
+        mixes and labels are given) of the augmented batch ``x``: ``(images, labels)``
+        (``count``: as for :func:`imgproc.mix_batch`)."""
         self.trace_count += 1
         if self._normalize is not None:
             x = normalize(x, **self._normalize, layout=self.pipeline.layout)
         if self.mix is None or labels is None:
             return x, labels
         return mix_batch(x, labels, self.mix, key=jax.random.fold_in(key, MIX_STREAM), indices=indices,
-                         num_classes=num_classes)
+                         num_classes=num_classes, count=count)
 
     def _finished(self, x, labels, key, indices, num_classes):
         if self._normalize is None and (self.mix is None or labels is None):
             return x, labels
-        run = self._finish if any(map(is_traced, (x, labels, key, indices))) else self._finish_program
-        return run(x, labels, key, indices, num_classes=num_classes)
+        if any(map(is_traced, (x, labels, key, indices))):
+            return self._finish(x, labels, key, indices, num_classes=num_classes)
+        # a partial batch (a dataset's last) runs in the program of a batch up to twice its
+        # size compiled before, padded, instead of compiling one of its own: the padding
+        # mixes with no image, so the first n results are those of the n images alone
+        n = x.shape[0]
+        size = min((s for s in self._finish_sizes if n <= s <= 2 * n), default=n) if isinstance(x, np.ndarray) else n
+        self._finish_sizes.add(size)
+        if size == n:
+            return self._finish_program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
+
+        def padded(a):
+            a = np.asarray(a)
+            return np.concatenate([a, np.zeros((size - n,) + a.shape[1:], a.dtype)])
+
+        out = self._finish_program(padded(x), None if labels is None else padded(labels), key,
+                                   None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
+        return tuple(None if a is None else host_result(a)[:n] for a in out)
 
     def __call__(self, images, labels=None, *, key=None, indices=None, targets=None, num_classes=None):
         """Run the recipe on a batch ``images`` (NHWC, uint8 for the shipped recipes), or on
