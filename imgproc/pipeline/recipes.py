@@ -67,7 +67,7 @@ from imgproc.core.images import check_image
 from imgproc.core.program_cache import enable_compilation_cache
 from imgproc.core.validate import (check_choice, check_indices, check_key, check_number, check_range, check_size_pair,
                                    is_int, is_traced)
-from imgproc.cpu import IntoBuffer
+from imgproc.cpu import IntoBuffer, host_buffer
 from imgproc.pipeline.pipeline import Pipeline
 from imgproc.pipeline.variable_size import is_image_list
 
@@ -203,9 +203,11 @@ class Recipe:
         if size == n:
             return self._finish_program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
 
-        def padded(a):
+        def padded(a):  # aligned, as the program's argument is read in place (a misaligned one compiled its own)
             a = np.asarray(a)
-            return np.concatenate([a, np.zeros((size - n,) + a.shape[1:], a.dtype)])
+            out = host_buffer((size,) + a.shape[1:], a.dtype)
+            out[:n], out[n:] = a, 0
+            return out
 
         out = self._finish_program(padded(x), None if labels is None else padded(labels), key,
                                    None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
