@@ -498,3 +498,38 @@ def test_a_warp_computes_its_sample_points_once():
     text = jax.jit(lambda a: imgproc.rotate(a, 17.0)).lower(x).compile().as_text()
     gathering = [block for block in re.split(r"\n(?=%|ENTRY)", text) if " gather(" in block]
     assert gathering and not any(" floor(" in block for block in gathering)
+
+
+@pytest.mark.parametrize("mode", ["constant", "grid-constant", "nearest", "reflect", "mirror", "wrap"])
+@pytest.mark.parametrize("layout", ["HW", "HWC"])
+def test_sample_equals_scipy_map_coordinates_in_every_mode(mode, layout):
+    """imgproc.sample against scipy.ndimage.map_coordinates(order=1) per plane, points
+    inside, on the edges and far outside, a nonzero cval; jit and eager."""
+    rng = np.random.default_rng(21)
+    x = rng.random((11, 14, 3) if layout == "HWC" else (11, 14)).astype(np.float32)
+    rows = rng.uniform(-5, 16, (9, 13)).astype(np.float32)
+    cols = rng.uniform(-5, 19, (9, 13)).astype(np.float32)
+    rows[0, :6], cols[0, :6] = [-1, 0, 10, 11, -2.5, 4], [-1, 13, 0, 14, 15.5, 13.5]
+    scipy_mode = {"wrap": "grid-wrap"}.get(mode, mode)
+    planes = x[..., None] if layout == "HW" else x
+    want = np.stack([ndi.map_coordinates(planes[..., c].astype(np.float64), [rows, cols], order=1, mode=scipy_mode,
+                                         cval=0.3) for c in range(planes.shape[-1])], -1)
+    want = want[..., 0] if layout == "HW" else want
+    for out in (imgproc.sample(x, rows, cols, mode=mode, cval=0.3),
+                jax.jit(lambda a, r, c: imgproc.sample(a, r, c, mode=mode, cval=0.3))(x, rows, cols)):
+        np.testing.assert_allclose(np.asarray(out), want, atol=2e-6, err_msg=mode)
+
+
+@pytest.mark.cpu_only("how XLA:CPU's gathers are counted in a compiled warp")
+def test_a_grid_constant_sample_gathers_each_row_pair_of_neighbours_at_once():
+    """With grid-constant borders (every warp's), the two horizontal neighbours of a point
+    are one gather of two pixels of the image extended by its fill: two gathers where
+    there were four (geometry._bilinear_pairs)."""
+    import re
+
+    x = RNG.random((40, 52, 3), dtype=np.float32)
+    text = jax.jit(lambda a: imgproc.rotate(a, 17.0, mode="grid-constant", cval=0.5)).lower(x).compile().as_text()
+    entry = text[text.index("\nENTRY"):]
+    called = set(re.findall(r"calls=%(\S+?)[,\s]", entry))
+    bodies = [block for block in re.split(r"\n(?=%|ENTRY)", text) if any(block.startswith(f"%{c} ") for c in called)]
+    assert sum(block.count(" gather(") for block in bodies) + entry.count(" gather(") == 2
