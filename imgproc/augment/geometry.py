@@ -227,11 +227,10 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     h, w = hw(image, layout)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))
     extra = (1,) * (x.ndim - 2)
-    index_mode = "nearest" if mode in ("constant", "grid-constant") else mode  # masked below
-    fill = jnp.asarray(cval, jnp.float32)
     if mode == "grid-constant":  # a neighbour outside the image is cval: two gathers of pairs
-        out = _bilinear_pairs(x, rows, cols, fill)
+        out = _bilinear_pairs(x, rows, cols, jnp.asarray(cval, jnp.float32))
     else:
+        index_mode = "nearest" if mode == "constant" else mode  # constant: masked below
         flat, weight = _bilinear_taps(rows, cols, h, w, index_mode)
         planes = x.reshape((h * w,) + x.shape[2:])
         out = 0.0
@@ -244,6 +243,15 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     return back(y, image.dtype)
 
 
+def _corner(points):
+    """The upper-left neighbour ``(r0, c0)`` (int32) of each point of ``points`` (rows,
+    cols) and the four weights ``(1 - fr)(1 - fc)``, ``(1 - fr) fc``, ``fr (1 - fc)``,
+    ``fr fc`` of the neighbours (0, 0), (0, 1), (1, 0), (1, 1), in that order."""
+    r0f, c0f = jnp.floor(points[0]), jnp.floor(points[1])
+    fr, fc = points[0] - r0f, points[1] - c0f
+    return r0f.astype(jnp.int32), c0f.astype(jnp.int32), [wr * wc for wr in (1 - fr, fr) for wc in (1 - fc, fc)]
+
+
 def _bilinear_taps(rows, cols, h, w, index_mode):
     """The four neighbours of each sample point: flat pixel indices ``(4, H', W')`` int32
     (``row * w + col``, out-of-image neighbours mapped by ``index_mode``) and their weights
@@ -252,16 +260,9 @@ def _bilinear_taps(rows, cols, h, w, index_mode):
     fused into the gathers, XLA recomputed the points' whole arithmetic (a warp's grid
     included) for every tap and channel."""
     def taps(points):
-        rows, cols = points[0], points[1]
-        r0f, c0f = jnp.floor(rows), jnp.floor(cols)
-        fr, fc = rows - r0f, cols - c0f
-        r0, c0 = r0f.astype(jnp.int32), c0f.astype(jnp.int32)
-        flat, weight = [], []
-        for dr, wr in ((0, 1 - fr), (1, fr)):
-            ri = source_index(r0 + dr, h, index_mode, jnp)
-            for dc, wc in ((0, 1 - fc), (1, fc)):
-                flat.append(ri * w + source_index(c0 + dc, w, index_mode, jnp))
-                weight.append(wr * wc)
+        r0, c0, weight = _corner(points)
+        flat = [source_index(r0 + dr, h, index_mode, jnp) * w + source_index(c0 + dc, w, index_mode, jnp)
+                for dr in (0, 1) for dc in (0, 1)]
         return jnp.stack(flat), jnp.stack(weight)
 
     return in_own_loop(taps, jnp.stack(jnp.broadcast_arrays(rows, cols)))
@@ -274,17 +275,14 @@ def _bilinear_pairs(x, rows, cols, fill):
     pixels of ``fill`` on each side, so the two horizontal neighbours of a point are
     consecutive pixels of the extended image's flat rows, gathered as one slice of two
     (a point farther outside reads the border pixels only). Each gather of XLA:CPU is a
-    loop over points, whose cost is per slice: 1.03 -> 0.64 ms for a 224² warp."""
+    loop over points, whose cost is per slice (benchmarks/NOTES.md, "Real datasets")."""
     h, w = x.shape[0], x.shape[1]
     wp = w + 4
 
     def taps(points):
-        rows, cols = points[0], points[1]
-        r0f, c0f = jnp.floor(rows), jnp.floor(cols)
-        fr, fc = rows - r0f, cols - c0f
-        r0 = jnp.clip(r0f.astype(jnp.int32) + 2, 0, h + 2)  # the upper neighbours' row of the extended image
-        c0 = jnp.clip(c0f.astype(jnp.int32) + 2, 0, w + 2)
-        weight = [wr * wc for wr in (1 - fr, fr) for wc in (1 - fc, fc)]
+        r0, c0, weight = _corner(points)
+        r0 = jnp.clip(r0 + 2, 0, h + 2)  # the upper neighbours' row of the extended image
+        c0 = jnp.clip(c0 + 2, 0, w + 2)
         return jnp.stack([r0 * wp + c0, (r0 + 1) * wp + c0]), jnp.stack(weight)
 
     starts, weight = in_own_loop(taps, jnp.stack(jnp.broadcast_arrays(rows, cols)))

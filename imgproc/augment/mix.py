@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import to_output
 from imgproc.core.images import check_image
-from imgproc.core.keys import BATCH_LAYOUTS, GAMMA_UNIFORMS, beta_from, stage_key
+from imgproc.core.keys import BATCH_LAYOUTS, GAMMA_UNIFORMS, beta_from, stage_key, uniforms
 from imgproc.core.validate import check_indices, check_key, check_number, is_traced
 
 MIX_OPS = ("mixup", "cutmix")
@@ -77,7 +77,7 @@ def _mix_params(key, images, layout, indices, alphas, op_index, count=None):
     h, w = (images.shape[1], images.shape[2]) if layout == "NHWC" else (images.shape[2], images.shape[3])
     g = GAMMA_UNIFORMS
     # per image: two Beta draws (one per alpha), the op, the box centre, the partner order
-    u = jax.vmap(lambda i: jax.random.uniform(stage_key(key, i), (4 * g + 4,), jnp.float32))(indices)
+    u = jax.vmap(lambda i: uniforms(stage_key(key, i), 4 * g + 4))(indices)
     a = jnp.stack([jnp.asarray(alpha, jnp.float32) for alpha in alphas])
     betas = beta_from(u[:, :4 * g].reshape(n, 2, 2, g), a, a).T  # (alpha, image)
     rest = u[:, 4 * g:]

@@ -50,7 +50,7 @@ def _counter(shape, layout):
 
 def field_words(key):
     """The two uint32 words a hashed field of ``key`` is keyed by."""
-    return jax.random.bits(key, (2,), jnp.uint32)
+    return draw_words(key, 2)
 
 
 def _unit(words):

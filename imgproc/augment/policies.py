@@ -6,7 +6,8 @@ sub-policies (``torchvision.transforms.v2``: ``RandAugment``, ``TrivialAugmentWi
 Every policy is a random op: its sampler draws, per image, the op index and the signed
 magnitude of every step (and AugMix's mixing weights); applying it is a sequence of
 ``lax.switch`` steps over the op list (``lax.scan`` over the steps, so every op is traced
-once), in which the five warps are one branch (each warp's 2×3 matrix, then one warp). A batch runs with the ``strategy`` of :mod:`imgproc.augment.choice` (``"select"``,
+once), in which the five warps are one branch (each warp's 2×3 matrix, then one warp). A
+batch runs with the ``strategy`` of :mod:`imgproc.augment.choice` (``"select"``,
 ``"map"``, ``"group"``); all give the same numbers (bit for bit with nearest sampling; with
 bilinear, the warps' float rounding can differ between strategies, so an integer image
 may come out a level apart at a rare pixel).

@@ -210,9 +210,8 @@ def bernoulli(key, p):
 
 # A sampler that needs several variates draws them all from one hash of its key
 # (:func:`draw_words` or :func:`uniforms`) and takes them in turn, not from a key split per
-# variate: each threefry call is a loop XLA compiles on its own, and the draws of the
-# ImageNet recipe's stages, made call by call, took 1.2 s of its compilation (0.5 s drawn
-# stage by stage; benchmarks/NOTES.md, "Compilation").
+# variate: each threefry call is a loop XLA compiles on its own (benchmarks/NOTES.md,
+# "Real datasets": the fourth pass).
 
 
 def draw_words(key, n: int):
@@ -230,7 +229,7 @@ def unit(words):
 def uniforms(key, n: int):
     """``n`` float32 uniforms in [0, 1) from one hash of ``key``
     (``jax.random.uniform(key, (n,))``)."""
-    return jax.random.uniform(key, (n,), jnp.float32)
+    return unit(draw_words(key, n))
 
 
 def scaled(u, lo, hi):
@@ -285,7 +284,7 @@ def beta(key, a, b):
 def beta_from(u, a, b):
     """:func:`beta` from ``u``, ``(..., 2, GAMMA_UNIFORMS)`` uniforms in [0, 1): one draw for
     each leading index, ``a`` and ``b`` broadcast to those indices. All the Gamma draws are
-    one vectorised :func:`log_gamma` (a separate call per draw compiled twice as long)."""
+    one vectorised :func:`log_gamma` (fewer loops to compile than a call per draw)."""
     lead = u.shape[:-2]
     a, b = (jnp.broadcast_to(jnp.asarray(v, jnp.float32), lead).reshape(-1) for v in (a, b))
     u = u.reshape(-1, 2, GAMMA_UNIFORMS)
