@@ -28,7 +28,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import to_output
 from imgproc.core.images import check_image
 from imgproc.core.keys import BATCH_LAYOUTS, GAMMA_UNIFORMS, beta_from, stage_key, uniforms
-from imgproc.core.validate import check_indices, check_key, check_number, is_traced
+from imgproc.core.validate import check_indices, check_int, check_key, check_number, is_traced
 
 MIX_OPS = ("mixup", "cutmix")
 
@@ -61,11 +61,12 @@ def _partners(u, count=None):
     n = u.shape[0]
     if count is None:
         count = n
-    else:
+    else:  # a traced count is held to [1, n] (a concrete one is checked: _run)
+        count = jnp.clip(count, 1, n)
         u = jnp.where(jnp.arange(n) < count, u, jnp.inf)
     order = jnp.argsort(u, stable=True)
     rank = jnp.argsort(order)
-    return order[(rank + 1) % jnp.maximum(count, 1)]
+    return order[(rank + 1) % count]
 
 
 def _mix_params(key, images, layout, indices, alphas, op_index, count=None):
@@ -118,6 +119,8 @@ def _run(images, labels, key, alphas, indices, layout, num_classes, op_index, re
     for a in alphas:
         check_number("alpha", a, low=0, low_open=True)
     images, labels, layout, indices = _check_batch(images, labels, layout, indices, num_classes)
+    if count is not None and not is_traced(count):
+        count = check_int("count", count, low=1, high=images.shape[0])
     images = jnp.asarray(images)
     params = _mix_params(key, images, layout, indices, alphas, op_index, count)
     x, y, weight = _apply_mix(images, labels, params, layout)
@@ -201,10 +204,10 @@ def mix_batch(images, labels, spec, *, key, indices=None, num_classes=None, layo
     ``{"op": "cutmix", "alpha": 1.0}``, or a list of both, in which case each image draws
     one of the two with probability 1/2 (torchvision's ``RandomChoice([MixUp, CutMix])``
     draws one per batch; here per image, from ``fold_in(key, indices[i])``). Arguments and
-    reproducibility as :func:`mixup`. ``count`` (an int, traced or not): only the first
-    ``count`` images are the batch and the rest padding, which no image mixes with (a
-    partial batch run in a full batch's program: the first ``count`` results are those of
-    the ``count`` images alone).
+    reproducibility as :func:`mixup`. ``count`` (an int in ``[1, B]``, traced or not; a
+    traced one is held to that range): only the first ``count`` images are the batch and
+    the rest padding, which no image mixes with (a partial batch run in a full batch's
+    program: the first ``count`` results are those of the ``count`` images alone).
 
     Example:
         >>> import numpy as np, imgproc

@@ -99,7 +99,26 @@ def test_mix_batch_spec_and_integer_labels():
     (lambda: imgproc.mix_batch(X, LABELS, {"op": "blend"}, key=0), "mix ops are 'mixup', 'cutmix'"),
     (lambda: imgproc.mix_batch(X, LABELS, {"op": "mixup", "beta": 1}, key=0), "no option 'beta'"),
     (lambda: imgproc.mix_batch(X, LABELS, [], key=0), "a mix spec is"),
+    (lambda: imgproc.mix_batch(X, LABELS, {"op": "mixup"}, key=0, count=7), r"count must be an integer in \[1, 6\]"),
+    (lambda: imgproc.mix_batch(X, LABELS, {"op": "mixup"}, key=0, count=0), r"count must be an integer in \[1, 6\]"),
 ])
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_count_leaves_the_padding_out_of_the_mix():
+    """mix_batch(count=k) on a padded batch: the first k results are those of the k images
+    alone, eager and with a traced count."""
+    spec = [{"op": "mixup", "alpha": 0.2}, {"op": "cutmix", "alpha": 1.0}]
+    padded_x = np.concatenate([X[:4], np.zeros_like(X[:2])])
+    padded_y = np.concatenate([LABELS[:4], np.zeros_like(LABELS[:2])])
+    alone = imgproc.mix_batch(X[:4], LABELS[:4], spec, key=3)
+    eager = imgproc.mix_batch(padded_x, padded_y, spec, key=3, indices=np.arange(6), count=4)
+    traced = jax.jit(lambda x, y, k: imgproc.mix_batch(x, y, spec, key=3, indices=np.arange(6), count=k))(
+        padded_x, padded_y, 4)
+    for out in (eager, traced):
+        np.testing.assert_array_equal(np.asarray(out[0])[:4], alone[0])
+    np.testing.assert_array_equal(np.asarray(eager[1])[:4], alone[1])
+    # under the caller's jit XLA folds the label weight's arithmetic its own way (1 ulp)
+    np.testing.assert_allclose(np.asarray(traced[1])[:4], alone[1], rtol=1e-6, atol=0)
