@@ -63,7 +63,7 @@ from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import (MODE_CHECK, check_choice, check_int, check_layout, check_mode, check_number,
                                    check_size_pair, is_traced)
-from imgproc.cpu import IntoBuffer, from_flat
+from imgproc.cpu import IntoBuffer, from_flat, scratch
 
 __all__ = ["FOOTPRINTS", "binary_closing", "binary_dilation", "binary_erosion", "binary_opening", "black_tophat",
            "closing", "dilation", "erosion", "footprint_array", "morphological_gradient", "opening", "white_tophat"]
@@ -228,7 +228,7 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None, edges=None, edg
         return lax.slice_in_dim(e, max(-before, 0), e.shape[axis] - max(-after, 0), axis=axis)
 
     if fp.all():  # a rectangle: a run along the columns, then along the rows
-        cols = _run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat, edges)
+        cols = scratch(_run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat, edges))
         out = _run_along(cols, fp.shape[0], top, bottom, 1, op, mode, cval)
         if not edge_width:
             return out
