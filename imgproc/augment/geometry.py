@@ -370,12 +370,17 @@ def _flip_params(key, shape, *, layout, p=0.5):
     return {"flip": bernoulli(key, p)}
 
 
+# a flip is a select, not maybe's conditional: one loop that reads each pixel from its place
+# or its mirror, where a conditional copied the image in and out of its branches
+# (benchmarks/NOTES.md, "Real datasets")
 def _apply_flip_left_right(image, params, *, layout):
-    return maybe(params["flip"], lambda x: flip_left_right(x, layout=layout), jnp.asarray(image))
+    x = jnp.asarray(image)
+    return jnp.where(params["flip"], flip_left_right(x, layout=layout), x)
 
 
 def _apply_flip_up_down(image, params, *, layout):
-    return maybe(params["flip"], lambda x: flip_up_down(x, layout=layout), jnp.asarray(image))
+    x = jnp.asarray(image)
+    return jnp.where(params["flip"], flip_up_down(x, layout=layout), x)
 
 
 def _rot90_params(key, shape, *, layout):
