@@ -45,7 +45,7 @@ from imgproc.augment.warp import INTERPOLATIONS, affine_inverse, warp_affine
 from imgproc.core.arrays import resolve_max
 from imgproc.core.keys import GAMMA_UNIFORMS, below, dirichlet_from, doctests, random_op, uniforms
 from imgproc.core.registry import IN_LOOP, register_ops
-from imgproc.core.validate import check_choice, check_int, check_number
+from imgproc.core.validate import check_choice, check_int, check_number, is_traced
 from imgproc.augment.intensity import (
     autocontrast_float,
     equalize_nhwc,
@@ -404,10 +404,17 @@ def _compose(x, params, step):
     return jax.lax.scan(mix, acc, per_chain)[0]
 
 
+def _fill(fill):
+    """``fill`` for the warps: a known value stays a Python float, which the switch's branches
+    see as a constant (a zero fill then warps no mask: :func:`imgproc.augment.warp.warp_affine`);
+    an array would become an operand of the branches, a traced value."""
+    return fill if is_traced(fill) else float(fill)
+
+
 def _apply_policy(image, params, names, *, layout, fill, max_value, interpolation):
     m = resolve_max(max_value, image.dtype)
     x = _to_hwc(jnp.asarray(image).astype(jnp.float32), layout)
-    y = _compose(x, params, _one_step(names, m, jnp.asarray(fill, jnp.float32), interpolation))
+    y = _compose(x, params, _one_step(names, m, _fill(fill), interpolation))
     return back(_from_hwc(y, layout), image.dtype)
 
 
@@ -421,8 +428,7 @@ def _batch_policy(params, images, names, *, layout, fill, strategy, group_size, 
         return jax.lax.map(lambda xp: one(*xp), (images, params))
     m = resolve_max(max_value, images.dtype)
     x = _to_hwc(images.astype(jnp.float32), layout)
-    y = _compose(x, params, _batch_step(names, m, jnp.asarray(fill, jnp.float32), strategy, group_size,
-                                        interpolation))
+    y = _compose(x, params, _batch_step(names, m, _fill(fill), strategy, group_size, interpolation))
     return back(_from_hwc(y, layout), images.dtype)
 
 

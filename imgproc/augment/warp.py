@@ -134,12 +134,14 @@ def warp_affine(image, inverse, *, layout, interpolation="bilinear", cval=0.0):
         return sample_nearest(image, rows, cols, layout, cval)
     x = jnp.asarray(image)
     v = sample(x.astype(jnp.float32), rows, cols, mode="grid-constant", cval=0.0, layout=layout)
+    if not is_traced(cval) and float(cval) == 0:  # a known zero fill: no mask to warp
+        return back(v, x.dtype)
     k = sample(jnp.ones((h, w), jnp.float32), rows, cols, mode="grid-constant", cval=0.0, layout="HW")
     a, b = spatial_axes(layout)
     k = jnp.expand_dims(k, [i for i in range(v.ndim) if i not in (a, b)])
     fill = jnp.asarray(cval, jnp.float32)
     blended = (v - fill) * k + fill
-    return back(jnp.where(fill == 0, v, blended), x.dtype)
+    return back(blended if not is_traced(cval) else jnp.where(fill == 0, v, blended), x.dtype)
 
 
 def _check_interpolation(interpolation):
