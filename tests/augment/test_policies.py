@@ -278,6 +278,30 @@ def test_the_warps_share_one_branch_with_each_warps_own_numbers(policy, interpol
     assert len(switch.params["branches"]) == len(names) - len(P.WARP_OPS) + 1
 
 
+@pytest.mark.cpu_only("how XLA:CPU's gathers are counted in a compiled step")
+def test_a_known_zero_fill_warps_the_image_alone():
+    """A fill known when the step is built stays a constant in the switch's branches (an
+    array would become an operand there, a traced value): a zero fill (TrivialAugment's
+    default) warps the image alone, two gathers fewer than a nonzero fill's warp, which
+    also warps a mask of ones (policies._fill, warp.warp_affine); its values are those of
+    a traced zero fill, bit for bit."""
+    names = tuple(n for n, _, _ in P.augmentation_space("wide", 31, 1, 1))
+    x = jnp.asarray(X, jnp.float32)
+
+    def gathers(fill):
+        step = jax.jit(lambda v, o, m: P._one_step(names, 255.0, P._fill(fill), "bilinear")(v, o, m))
+        return step.lower(x, 1, jnp.float32(0.5)).compile().as_text().count(" gather(")
+
+    assert gathers(3.0) - gathers(0.0) == 2
+    known = jax.jit(lambda v, o, m: P._one_step(names, 255.0, P._fill(0.0), "bilinear")(v, o, m))
+    traced = jax.jit(lambda v, o, m, f: P._one_step(names, 255.0, P._fill(f), "bilinear")(v, o, m))
+    for op, name in enumerate(names):
+        if name in P.WARP_OPS:
+            for mag in (-0.4, 3.7, 17.0):
+                np.testing.assert_array_equal(known(x, op, jnp.float32(mag)),
+                                              traced(x, op, jnp.float32(mag), jnp.float32(0.0)), err_msg=name)
+
+
 def test_nchw_gives_the_nhwc_numbers():
     nhwc = imgproc.rand_augment(5, BATCH, num_ops=3, magnitude=20, strategy="map")
     nchw = imgproc.rand_augment(5, np.moveaxis(BATCH, -1, 1), num_ops=3, magnitude=20, strategy="map", layout="NCHW")
