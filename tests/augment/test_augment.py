@@ -142,6 +142,21 @@ def test_flips_and_rot90_are_involutions_and_match_numpy():
     np.testing.assert_array_equal(A.rot90(nchw, k=1, layout="NCHW"), np.rot90(nchw, 1, axes=(2, 3)))
 
 
+@pytest.mark.parametrize("dtype, branches", [(np.uint8, 1), (np.float32, 0)])
+def test_a_random_flip_branches_on_integer_images_and_selects_on_float(dtype, branches):
+    """A random flip of an integer image is a conditional (only the flipped images are
+    mirrored), of a float image a select (one loop, joined with the selects around it):
+    geometry._maybe_flip. The same values either way."""
+    from imgproc.augment import geometry
+
+    x = batch(1, 5, 7)[0].astype(dtype)
+    apply = lambda v, f: geometry._apply_flip_left_right(v, {"flip": f}, layout="HWC")  # noqa: E731
+    jaxpr = jax.make_jaxpr(apply)(x, True).jaxpr
+    assert len(equations(jaxpr, "cond")) == branches
+    for flip in (True, False):
+        np.testing.assert_array_equal(jax.jit(apply)(x, flip), x[:, ::-1] if flip else x)
+
+
 def test_random_rot90_is_one_of_four_rotations():
     x = batch(1, 6, 6)[0]
     seen = set()
