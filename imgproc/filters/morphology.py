@@ -228,6 +228,8 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None, edges=None, edg
         return lax.slice_in_dim(e, max(-before, 0), e.shape[axis] - max(-after, 0), axis=axis)
 
     if fp.all():  # a rectangle: a run along the columns, then along the rows
+        # the columns' result is as large as the image: an eager call writes it into a kept
+        # buffer, not fresh pages (imgproc.cpu.output_buffers.scratch; benchmarks/NOTES.md)
         cols = scratch(_run_along(x, fp.shape[1], left, right, 2, op, mode, cval, flat, edges))
         out = _run_along(cols, fp.shape[0], top, bottom, 1, op, mode, cval)
         if not edge_width:
