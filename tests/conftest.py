@@ -58,6 +58,18 @@ def _doctest_cwd(doctest_namespace, monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+@pytest.fixture(autouse=True)
+def _own_programs():
+    # Equal pipelines and recipes share their compiled programs in a process
+    # (imgproc.pipeline.pipeline.EQUAL_PIPELINES): each case starts without those of the
+    # cases before it, so that what it counts (trace_count, compilations) is its own.
+    from imgproc.pipeline.pipeline import EQUAL_PIPELINES
+    from imgproc.pipeline.recipes import EQUAL_RECIPES
+
+    EQUAL_PIPELINES.clear()
+    EQUAL_RECIPES.clear()
+
+
 # Backends. The suite runs on JAX's default backend (CI: CPU; `make test-gpu`: a GPU). A test
 # of machinery that exists on CPU only, by design (imgproc/cpu: kept output buffers, NumPy
 # input read in place, the per-core split of a batch, the own-loop barriers that shape

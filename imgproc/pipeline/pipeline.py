@@ -18,7 +18,9 @@ Semantics (docs/guide.md, "Semantics"):
   applies them; a sample's result depends only on (key, its index). The drawn parameters
   can be returned (``return_params=True``) and replayed (:meth:`Pipeline.apply`).
 * One compiled program per input shape, dtype and layout (``jax.jit``'s cache); a second
-  call with the same shape does not recompile (``pipe.trace_count`` counts traces).
+  call with the same shape does not recompile (``pipe.trace_count`` counts traces). Equal
+  pipelines (same ops, options, layout and ``bucket``) share their programs in a process: a
+  pipeline built again runs those the first one compiled (docs/guide.md, "Compiled when").
 
 How a call is carried out (chunks, size buckets, one slice per core) is
 :mod:`imgproc.pipeline.execution`; how random stages run over a batch, :mod:`imgproc.pipeline.random_runs`.
@@ -38,6 +40,8 @@ from imgproc.pipeline import execution
 
 from imgproc.augment.targets import check_targets, move_targets, target_rules
 from imgproc.core import devices as _sharded
+from imgproc.core.devices import freeze
+from imgproc.core.program_cache import KeptPrograms
 from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import dtype_max, spatial_axes, to_output
 from imgproc.core.images import check_image, no_check
@@ -53,6 +57,40 @@ from imgproc.pipeline.random_runs import fused_body, fused_run, loops_over_image
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
+
+# equal pipelines' compiled programs, the most recently built first kept (tests start each
+# case without them: tests/conftest.py)
+EQUAL_PIPELINES = KeptPrograms(64)
+
+
+def _sharing_key(stages, layout, bucket):
+    """What makes two pipelines run the same programs: each stage's op (the registered
+    entry itself) and options, the layout and the bucket rule; None when an option is an
+    array or a function from outside imgproc (such a pipeline keeps programs of its own)."""
+    options = tuple(freeze(s.options) for s in stages)
+    if any(o is None for o in options):
+        return None
+    return tuple(id(s.info) for s in stages), options, layout, bucket
+
+
+class _Programs:
+    """A pipeline's compiled programs and what its calls met, kept by the first of equal
+    pipelines (``owner``; its stages are every sharer's) and shared by the others under
+    ``key`` (None: not shared)."""
+
+    def __init__(self, owner: "Pipeline", key):
+        self.owner, self.key = owner, key
+        self.traces = 0  # counted while tracing: compilations
+        self.first_size_in_bucket = {}  # bucket="auto": (layout, bucket's size) -> the first true size met
+        # on NumPy input, the result is written into a dropped earlier result's buffer
+        # when it keeps the input's shape (imgproc.cpu.output_buffers)
+        self.compiled = IntoBuffer(owner._run, static_argnames=("layout", "return_params"),
+                                   out_like=lambda x: jax.ShapeDtypeStruct(x.shape, owner.output_dtype(x.dtype)))
+        self.compiled_parts = set()  # slice signatures already compiled (execution.run_parts)
+        self.sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (Pipeline._on_devices)
+        # images of different sizes: one program per canvas shape (imgproc.pipeline.variable_size)
+        self.canvas_program = jax.jit(owner._run_canvas, static_argnames=("layout", "return_params"))
+        self.canvas_shapes = variable_size.CanvasShapes()  # canvases run: a batch that fits one runs in it
 
 
 class Pipeline:
@@ -121,17 +159,16 @@ class Pipeline:
         bucket = check_choice("bucket", bucket, BUCKET_CHOICES)
         local = all(r is not None for r in self.radii)
         self.bucket = (bucket if bucket == "auto" else bool(bucket)) if local else False
-        self._first_size_in_bucket = {}  # bucket="auto": (layout, bucket's size) -> the first true size met
-        self.trace_count = 0
-        # on NumPy input, the result is written into a dropped earlier result's buffer
-        # when it keeps the input's shape (imgproc.cpu.output_buffers)
-        self._compiled = IntoBuffer(self._run, static_argnames=("layout", "return_params"),
-                                    out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.output_dtype(x.dtype)))
-        self._compiled_parts = set()  # slice signatures already compiled (execution.run_parts)
-        self._sharded = {}  # (mesh, axes, spec, layout, ...) -> jit(shard_map) program (_sharded)
-        # images of different sizes: one program per canvas shape (imgproc.pipeline.variable_size)
-        self._canvas_program = jax.jit(self._run_canvas, static_argnames=("layout", "return_params"))
-        self._canvas_shapes = variable_size.CanvasShapes()  # canvases run: a batch that fits one runs in it
+        # compiled programs and what they met, shared by equal pipelines (same ops, options,
+        # layout and buckets): a pipeline built again, in a loop or per call, does not compile again
+        key = _sharing_key(self.stages, layout, self.bucket)
+        self._programs = _Programs(self, None) if key is None else EQUAL_PIPELINES.get(key, lambda: _Programs(self, key))
+
+    @property
+    def trace_count(self) -> int:
+        """Traces of this pipeline's programs (each one compiles), counted over every equal
+        pipeline in this process: they share their programs."""
+        return self._programs.traces
 
     @property
     def is_random(self) -> bool:
@@ -253,7 +290,7 @@ class Pipeline:
             y, drawn = self._call(images, key=key, indices=indices, params=None, return_params=True)
         else:
             y, drawn = self._call(images, key=None, indices=indices, params=params, return_params=False), params
-        moved = self._move_targets(moved, tuple(drawn), jnp.float32(min_area), jnp.float32(min_visibility),
+        moved = self._programs.owner._move_targets(moved, tuple(drawn), jnp.float32(min_area), jnp.float32(min_visibility),
                                    shape=tuple(checked.shape), dtype=str(checked.dtype), layout=layout,
                                    rules=tuple(rules))
         out = restore(moved)
@@ -265,7 +302,7 @@ class Pipeline:
                             min_area=min_area, min_visibility=min_visibility)
 
     def _call(self, images, *, key, indices, params, return_params):
-        # a NumPy batch that self._compiled reads in place is checked (finite, in range) by
+        # a NumPy batch that self._programs.compiled reads in place is checked (finite, in range) by
         # finish_check: on the plain path of a pipeline without size buckets while the
         # program computes, before the result is handed over, as the filters do
         # (imgproc.core.images.check_image); on the other paths first
@@ -299,14 +336,14 @@ class Pipeline:
             finish_check()
 
             def run(part, idx, p):
-                return self._compiled(part, key, idx, p, None, layout=layout, return_params=return_params)
+                return self._programs.compiled(part, key, idx, p, None, layout=layout, return_params=return_params)
 
             def signature(shape):
                 return shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
 
-            return execution.run_parts(run, images, indices, params, parts, self._compiled_parts, signature,
+            return execution.run_parts(run, images, indices, params, parts, self._programs.compiled_parts, signature,
                                         return_params=return_params)
-        out = self._compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
+        out = self._programs.compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
         finish_check()
         return out
 
@@ -326,7 +363,7 @@ class Pipeline:
             # a replay keeps its own canvas (its parameters are one per image)
             canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
                                                       xp=np if host else jnp,
-                                                      shapes=self._canvas_shapes if params is None else None,
+                                                      shapes=self._programs.canvas_shapes if params is None else None,
                                                       slot_multiple=execution.part_count(
                                                           len(images), loops=default_strategy() == "map"))
             layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
@@ -406,17 +443,17 @@ class Pipeline:
         if parts > 1:  # one slice per core, in threads, as for a batch (imgproc.pipeline.execution)
             def run(part, idx, sizes_and_params):
                 sizes, p = sizes_and_params
-                return self._canvas_program(part, sizes, key, idx, p, layout=layout, return_params=return_params)
+                return self._programs.canvas_program(part, sizes, key, idx, p, layout=layout, return_params=return_params)
 
             def signature(shape):
                 return "canvas", shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
 
-            return execution.run_parts(run, images, indices, (true_hw, params), parts, self._compiled_parts, signature,
+            return execution.run_parts(run, images, indices, (true_hw, params), parts, self._programs.compiled_parts, signature,
                                         return_params=return_params)
-        return self._canvas_program(images, true_hw, key, indices, params, layout=layout, return_params=return_params)
+        return self._programs.canvas_program(images, true_hw, key, indices, params, layout=layout, return_params=return_params)
 
     def _run_canvas(self, canvas, true_hw, key, indices, params, *, layout, return_params):
-        self.trace_count += 1  # runs only while tracing: counts compilations
+        self._programs.traces += 1  # runs only while tracing: counts compilations
         plan = variable_size.plan(self.stages)
         per_image = default_strategy() == "map"
         # a fused random run right after the plan runs in the plan's loop (run_plan's ``then``)
@@ -446,16 +483,16 @@ class Pipeline:
             params = jax.device_put(params, jax.sharding.NamedSharding(mesh, split))
         random = key is not None or params is not None
         signature = (mesh, axes, spec, layout, return_params, random, indices is None)
-        if signature not in self._sharded:
+        if signature not in self._programs.sharded:
             def body(x, k, idx, p):
                 if random and idx is None:
                     idx = _sharded.global_indices(axes, x.shape[0])  # x: this device's images
                 return self._run(x, k, idx, p, None, layout=layout, return_params=return_params)
 
             out_specs = (spec, split) if return_params else spec
-            self._sharded[signature] = _sharded.shard_over_batch(
+            self._programs.sharded[signature] = _sharded.shard_over_batch(
                 body, mesh, axes, (spec, PartitionSpec(), split, split), out_specs)
-        return self._sharded[signature](images, key, indices, params)
+        return self._programs.sharded[signature](images, key, indices, params)
 
     def _in_bucket(self, images, layout) -> bool:
         """Whether this call runs in its size bucket's program: always with
@@ -465,7 +502,7 @@ class Pipeline:
             return True
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
         bucket = (layout, self._bucket_sides(true_hw))
-        return self._first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
+        return self._programs.first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
 
     @property
     def _reach(self) -> int:
@@ -487,11 +524,11 @@ class Pipeline:
             crop[a] = slice(reach, reach + n)
         padded = _zero_padded(np.asarray(images), pads)
         true = jnp.asarray(true_hw, jnp.int32)
-        out = self._compiled(padded, None, None, None, (true, reach), layout=layout, return_params=False)
+        out = self._programs.compiled(padded, None, None, None, (true, reach), layout=layout, return_params=False)
         return np.asarray(out)[tuple(crop)]
 
     def _run(self, images, key, indices, params, true_hw, *, layout, return_params):
-        self.trace_count += 1  # runs only while tracing: counts compilations
+        self._programs.traces += 1  # runs only while tracing: counts compilations
         y, drawn = self._run_stages(images, key, indices, params, true_hw, layout=layout)
         return (y, drawn) if return_params else y
 

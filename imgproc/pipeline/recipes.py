@@ -64,7 +64,8 @@ from imgproc.augment.mix import mix_batch, parse_spec
 from imgproc.augment.targets import TARGET_KEYS
 from imgproc.core.array_type import callers_type, host_result
 from imgproc.core.images import check_image
-from imgproc.core.program_cache import enable_compilation_cache
+from imgproc.core.devices import freeze
+from imgproc.core.program_cache import KeptPrograms, enable_compilation_cache
 from imgproc.core.validate import (check_choice, check_indices, check_key, check_number, check_range, check_size_pair,
                                    is_int, is_traced)
 from imgproc.cpu import IntoBuffer, host_buffer
@@ -79,6 +80,24 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 MIX_STREAM = 0x6D6978  # "mix": the mix draws from fold_in(key, MIX_STREAM), apart from the stages' keys
 SPEC_KEYS = ("name", "pipeline", "mix", "targets", "min_box_area")
 TARGET_KINDS = ("boxes", "masks", "keypoints")
+
+
+# equal recipes' normalize + mix programs (tests start each case without them: tests/conftest.py)
+EQUAL_RECIPES = KeptPrograms(16)
+
+
+class _Finish:
+    """A recipe's normalize + mix program and the batch sizes it was called with, kept by
+    the first of equal recipes (``owner``) and shared by the others."""
+
+    def __init__(self, owner: "Recipe"):
+        self.traces = 0  # counted while tracing: compilations
+        self.finish_sizes = set()  # the batch sizes the program was called with
+        # on a concrete batch: the augmentation's own call, then this; written into a
+        # dropped earlier result's buffer on NumPy input (imgproc.cpu.output_buffers)
+        self.finish_program = IntoBuffer(
+            owner._finish, static_argnames=("num_classes",),
+            out_like=lambda x: jax.ShapeDtypeStruct(x.shape, owner.pipeline.output_dtype(x.dtype)))
 
 
 class Recipe:
@@ -139,13 +158,22 @@ class Recipe:
         else:
             self._augment, self._normalize = self.pipeline, None
         self._cache_on = False  # the persistent compilation cache, turned on by the first call
-        self.trace_count = 0  # traces of normalize + mix (tests: a second call does not recompile)
-        self._finish_sizes = set()  # the batch sizes the program below was called with
-        # on a concrete batch: the augmentation's own call, then this; written into a
-        # dropped earlier result's buffer on NumPy input (imgproc.cpu.output_buffers)
-        self._finish_program = IntoBuffer(
-            self._finish, static_argnames=("num_classes",),
-            out_like=lambda x: jax.ShapeDtypeStruct(x.shape, self.pipeline.output_dtype(x.dtype)))
+        # the normalize + mix program, shared by equal recipes as their pipelines share theirs
+        key = self._sharing_key()
+        self._programs = _Finish(self) if key is None else EQUAL_RECIPES.get(key, lambda: _Finish(self))
+
+    def _sharing_key(self):
+        """Equal recipes: their pipelines share programs, and their normalize and mix are equal."""
+        pipeline, augment = self.pipeline._programs.key, self._augment._programs.key
+        if pipeline is None or augment is None:
+            return None  # a pipeline with programs of its own
+        return pipeline, augment, freeze(self._normalize), freeze(self.mix)
+
+    @property
+    def trace_count(self) -> int:
+        """Traces of the normalize + mix program (tests: a second call does not recompile),
+        counted over every equal recipe in this process: they share it."""
+        return self._programs.traces
 
     @classmethod
     def from_spec(cls, spec) -> "Recipe":
@@ -181,7 +209,7 @@ class Recipe:
         """The pipeline's ``normalize`` (when it ends with one) and the mix (when the recipe
         mixes and labels are given) of the augmented batch ``x``: ``(images, labels)``
         (``count``: as for :func:`imgproc.mix_batch`)."""
-        self.trace_count += 1
+        self._programs.traces += 1
         if self._normalize is not None:
             x = normalize(x, **self._normalize, layout=self.pipeline.layout)
         if self.mix is None or labels is None:
@@ -198,10 +226,10 @@ class Recipe:
         # size compiled before, padded, instead of compiling one of its own: the padding
         # mixes with no image, so the first n results are those of the n images alone
         n = x.shape[0]
-        size = min((s for s in self._finish_sizes if n <= s <= 2 * n), default=n) if isinstance(x, np.ndarray) else n
-        self._finish_sizes.add(size)
+        size = min((s for s in self._programs.finish_sizes if n <= s <= 2 * n), default=n) if isinstance(x, np.ndarray) else n
+        self._programs.finish_sizes.add(size)
         if size == n:
-            return self._finish_program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
+            return self._programs.finish_program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
 
         def padded(a):  # aligned, as the program's argument is read in place (a misaligned one compiled its own)
             a = np.asarray(a)
@@ -209,7 +237,7 @@ class Recipe:
             out[:n], out[n:] = a, 0
             return out
 
-        out = self._finish_program(padded(x), None if labels is None else padded(labels), key,
+        out = self._programs.finish_program(padded(x), None if labels is None else padded(labels), key,
                                    None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
         return tuple(None if a is None else host_result(a)[:n] for a in out)
 

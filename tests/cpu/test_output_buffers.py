@@ -465,17 +465,18 @@ def test_a_pipeline_checks_numpy_input_while_its_program_computes(monkeypatch):
     for bucket, expected in ((False, ["dispatch", "check"]), (True, ["check", "dispatch"]),
                              ("auto", ["check", "dispatch"])):
         pipe = imgproc.Pipeline(imgproc.presets.denoise().to_spec(), bucket=bucket)
-        compiled = pipe._compiled
-        monkeypatch.setattr(pipe, "_compiled", lambda *a, c=compiled, **k: order.append("dispatch") or c(*a, **k))
+        compiled = pipe._programs.compiled
+        monkeypatch.setattr(pipe._programs, "compiled", lambda *a, c=compiled, **k: order.append("dispatch") or c(*a, **k))
         order.clear()
         np.testing.assert_allclose(pipe(misaligned(clean, 16)), want, atol=1e-5)
         assert order == expected, bucket
-    bad = misaligned(clean, 16)
+    bad = misaligned(np.ascontiguousarray(clean[:300, :400]), 16)  # a size of a bucket not met yet
     bad[7, 8, 2] = np.nan
     pipe = imgproc.Pipeline(imgproc.presets.denoise().to_spec(), bucket="auto")
+    met = dict(pipe._programs.first_size_in_bucket)  # the loop's "auto" pipeline's (equal pipelines share them)
     with pytest.raises(ValueError, match="NaN"):
         pipe(bad)
-    assert pipe._first_size_in_bucket == {}
+    assert pipe._programs.first_size_in_bucket == met
 
 
 @IN_PLACE

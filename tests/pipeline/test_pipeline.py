@@ -76,6 +76,41 @@ def test_second_call_does_not_recompile():
     assert pipe.trace_count == 2
 
 
+def test_a_pipeline_built_again_runs_the_programs_of_an_equal_one(compilations):
+    """A pipeline built per call (in a loop, in a function) compiled again each time:
+    0.6 s a call on a 300x400 photo instead of 5 ms. Equal pipelines (same ops, options,
+    layout and buckets) now share their programs; others keep their own."""
+    spec = [{"op": "gaussian_blur", "sigma": 1.5}, {"op": "random_rotate", "max_degrees": 20}]
+    x = np.random.default_rng(0).integers(0, 256, (2, 12, 14, 3), dtype=np.uint8)
+    want = imgproc.Pipeline(spec)(x, key=3)
+    with compilations() as again:
+        for _ in range(3):
+            np.testing.assert_array_equal(imgproc.Pipeline(json.loads(json.dumps(spec)))(x, key=3), want)
+        np.testing.assert_array_equal(imgproc.Pipeline.from_spec(json.dumps(spec))(x, key=3), want)
+    assert again == [] and imgproc.Pipeline(spec).trace_count == 1
+    for other in ([{**spec[0], "sigma": 1.0}, spec[1]],  # another option
+                  [{**spec[0], "sigma": 1}, spec[1]],  # an int traces other constants than a float
+                  spec[::-1]):  # another order
+        assert imgproc.Pipeline(other).trace_count == 0
+    assert imgproc.Pipeline(spec, layout="NHWC").trace_count == 0
+    imgproc.Pipeline(spec[:1])(x)  # buckets apply to local stages only
+    assert imgproc.Pipeline(spec[:1], bucket=True).trace_count == 0 < imgproc.Pipeline(spec[:1]).trace_count
+    # an option that is an array keeps its own programs (it may be per image)
+    kernel = np.ones((3, 3), np.float32) / 9
+    first = imgproc.Pipeline([{"op": "correlate", "kernel": kernel}])
+    first(x)
+    assert imgproc.Pipeline([{"op": "correlate", "kernel": kernel}]).trace_count == 0 < first.trace_count
+    # a recipe got again: its augmentation and its normalize + mix programs both
+    recipe = imgproc.pipeline.recipes.get("imagenet_train", size=16)
+    labels = np.arange(2)
+    want = recipe(x, labels, key=1, num_classes=4)
+    with compilations() as again:
+        got = imgproc.pipeline.recipes.get("imagenet_train", size=16)(x, labels, key=1, num_classes=4)
+    assert again == []
+    np.testing.assert_array_equal(got["images"], want["images"])
+    np.testing.assert_array_equal(got["labels"], want["labels"])
+
+
 def test_layouts_and_batches():
     x = np.random.default_rng(2).random((2, 3, 10, 11), dtype=np.float32)  # NCHW
     pipe = imgproc.Pipeline([{"op": "gaussian_blur", "sigma": 1.0}], layout="NCHW")
@@ -245,8 +280,9 @@ def test_a_pipeline_pickles_as_its_spec():
     key = jax.random.key(2)
     want = np.asarray(pipe(x, key=key))
     again = pickle.loads(pickle.dumps(pipe))
-    assert again.to_spec() == pipe.to_spec() and again.layout == "NHWC" and again.trace_count == 0
+    assert again.to_spec() == pipe.to_spec() and again.layout == "NHWC"
     np.testing.assert_array_equal(np.asarray(again(x, key=key)), want)
+    assert again.trace_count == pipe.trace_count == 1  # in this process, it runs pipe's program
 
 
 def test_indices_are_one_integer_per_image():

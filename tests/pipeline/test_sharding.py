@@ -86,7 +86,7 @@ def _compiled(messages):
 
 
 def _pipeline_program(pipe):
-    (program,) = pipe._sharded.values()
+    (program,) = pipe._programs.sharded.values()
     return program
 
 
