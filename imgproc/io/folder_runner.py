@@ -318,6 +318,12 @@ class WriteStage:
                           return_when=cf.ALL_COMPLETED if wait else cf.FIRST_COMPLETED)
         return [_outcome(self.writes.pop(fut), fut) for fut in done]
 
+    def completed(self) -> list[tuple[Job, BaseException | None, bool]]:
+        """As :meth:`finished`, for the writes that completed by now, left for
+        :meth:`finished` to hand back too: for the partial summary of a command that leaves
+        while its main thread is busy (:func:`_last_words`)."""
+        return [_outcome(job, fut) for fut, job in list(self.writes.items()) if fut.done() and not fut.cancelled()]
+
     def close(self) -> list[tuple[Job, BaseException | None, bool]]:
         """Let writes in flight finish (each is atomic: a complete file or nothing), cancel
         queued ones; those that completed meanwhile, as :meth:`finished` (for a partial
@@ -442,12 +448,19 @@ class _Run:
                     self.report.written_by_another_run(job.src, job.dst)
 
 
-def _last_words(report):
+def _last_words(report, write: WriteStage):
     """The partial summary, when the command leaves from its interrupt watcher (no safe
     point came in time: :data:`imgproc.io.interrupts.GRACE_S`); not waited for when
-    another thread holds stderr (a decoder's capture)."""
+    another thread holds stderr (a decoder's capture). The writes that completed while
+    the main thread was busy are on disk: they count as written (a write still in flight
+    leaves only its temporary file)."""
     if NATIVE_STDERR_LOCK.acquire(timeout=0.3):
         try:
+            for job, error, written in write.completed():
+                if error is None and written:
+                    report.ok()
+                elif error is None:
+                    report.written_by_another_run(job.src, job.dst)
             report.summary(interrupted=True)
         finally:
             NATIVE_STDERR_LOCK.release()
@@ -463,7 +476,7 @@ def run_jobs(pipeline, jobs: list[Job], opts: RunOptions, report, *, key=None, r
     a single-file run does, instead of reporting them against the file."""
     run = _Run(pipeline, jobs_to_do(jobs, opts, report), opts, report, key, raise_unexpected, INTERRUPTS.stop_point)
     interrupted, stopped, code = False, None, None
-    INTERRUPTS.last_words = functools.partial(_last_words, report)
+    INTERRUPTS.last_words = functools.partial(_last_words, report, run.write)
     try:
         with INTERRUPTS:
             INTERRUPTS.stop_point()  # a signal that came while the pipeline was being built
