@@ -177,15 +177,21 @@ def sharpen_cmd(ctx, size, center, mode):
                    "the sorted inputs gets sample i of jax.random.key(SEED), whatever the shard or batch.")
 @click.pass_context
 def run(ctx, spec, seed):
-    """Run the pipeline in SPEC (a JSON list of {"op": NAME, ...options}) on IN into OUT.
-    List the ops and their options with `imgproc ops`."""
-    from imgproc.cli._process import load_spec
+    """Run the pipeline in SPEC on IN into OUT: SPEC is a JSON file holding a list of
+    {"op": NAME, ...options}, or that list itself. List the ops and their options with
+    `imgproc ops`.
+
+    \b
+    Example:
+      imgproc run '[{"op": "gaussian_blur", "sigma": 2}]' in.jpg out.jpg
+    """
+    from imgproc.cli._process import load_spec, spec_label
 
     pipe = load_spec(spec, bucket="auto")
     key = None
     if pipe.is_random:
         if seed is None:
-            raise ValueError(f"{spec}: has random ops; pass --seed N (the same N gives the same outputs)")
+            raise ValueError(f"{spec_label(spec)}: has random ops; pass --seed N (the same N gives the same outputs)")
         import jax
 
         key = jax.random.key(seed)

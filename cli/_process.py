@@ -122,21 +122,37 @@ def written_unreported(jobs, reported, since: float):
     return out
 
 
+def is_inline_spec(spec: str) -> bool:
+    """Whether the command line's SPEC is the JSON list itself: it starts with ``[`` and
+    names no file."""
+    return spec.lstrip().startswith("[") and not Path(spec).exists()
+
+
+def spec_label(spec: str) -> str:
+    """How an error names SPEC: its file, or "the spec" when written out inline."""
+    return "the spec" if is_inline_spec(spec) else spec
+
+
 def load_spec(spec, **options):
-    """The :class:`imgproc.Pipeline` in the JSON file ``spec`` (``options`` go to
-    ``Pipeline.from_spec``). An unreadable file is an input error (exit 66); bad JSON or an
-    invalid stage is a ``ValueError`` naming the file (a usage error, exit 2)."""
+    """The :class:`imgproc.Pipeline` in the JSON file ``spec``, or written out in ``spec``
+    itself when no such file exists and it starts with ``[`` (``imgproc run
+    '[{"op": "gaussian_blur", "sigma": 2}]' in.jpg out.jpg``, as jq takes its filter);
+    ``options`` go to ``Pipeline.from_spec``. An unreadable file is an input error (exit
+    66); bad JSON or an invalid stage is a ``ValueError`` naming the file or "the spec" (a
+    usage error, exit 2)."""
     import imgproc
 
+    inline = is_inline_spec(spec)
+    name = spec_label(spec)
     try:
-        text = Path(spec).read_text()
+        text = spec if inline else Path(spec).read_text()
     except FileNotFoundError:
-        raise InputError(spec, "no such file") from None
+        raise InputError(spec, "no such file (SPEC is a JSON file, or the JSON list itself)") from None
     except OSError as e:
         raise InputError(spec, f"cannot read ({e.strerror or e})") from None
     try:
         return imgproc.Pipeline.from_spec(text, **options)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{spec}: not valid JSON ({e})") from None
+        raise ValueError(f"{name}: not valid JSON ({e})") from None
     except (ValueError, TypeError) as e:
-        raise ValueError(f"{spec}: {e}") from None
+        raise ValueError(f"{name}: {e}") from None

@@ -94,7 +94,8 @@ def augment_image(pipe, image, *, key, first_index, count):
 @click.argument("input", type=click.Path())
 @click.argument("outdir", type=click.Path(file_okay=False))
 @click.option("--spec", "spec", required=True, type=click.Path(dir_okay=False),
-              help='Pipeline spec: a JSON list of {"op": NAME, ...options} (random ops welcome).')
+              help='Pipeline spec: a JSON file holding a list of {"op": NAME, ...options} (random ops '
+                   'welcome), or that list itself.')
 @click.option("--count", type=click.IntRange(1, 10000), default=8, show_default=True, help="Variants per input.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (jax.random.key(SEED)).")
 @click.option("--quality", type=click.IntRange(1, 100), default=95, show_default=True, help="JPEG/WebP quality.")

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -68,10 +69,14 @@ def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, sampl
     assert code == 0 and [e["event"] for e in events] == ["warning", "summary"] and events[1]["written"] == 2
     assert imgproc.load_image(tmp_path / "out" / "logo_rgba.png").shape == (40, 60, 3)
     assert imgproc.load_image(tmp_path / "out" / "chelsea.jpg").shape == (40, 60, 3)
+    # the spec written out on the command line instead of in a file
+    assert run("run", json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]), samples / "logo_rgba.png",
+               tmp_path / "inline.png")[0] == 0
     # a spec that keeps the size keeps the alpha
     spec.write_text(json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]))
     assert run("run", spec, samples / "logo_rgba.png", tmp_path / "kept.png")[0] == 0
     assert imgproc.load_image(tmp_path / "kept.png").shape[2] == 4
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "inline.png"), imgproc.load_image(tmp_path / "kept.png"))
 
 
 @pytest.mark.parametrize(
@@ -89,7 +94,10 @@ def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, sampl
         (["denoise", "{noisy}", "{out}", "--method", "chapter", "--sigma", "inf"], 2, "'--sigma': inf is not a finite number"),
         (["blur", "{noisy}", "{out}", "--sigma", "-inf"], 2, "'--sigma': -inf is not in the range x>=0"),
         (["run", "{badspec}", "{noisy}", "{out}"], 2, "unknown op 'blurr'"),
-        (["run", "{tmp}/nospec.json", "{noisy}", "{out}"], 66, "no such file"),
+        (["run", "{tmp}/nospec.json", "{noisy}", "{out}"], 66, "no such file (SPEC is a JSON file, or the JSON list"),
+        (["run", '[{{"op": "blurr"}}]', "{noisy}", "{out}"], 2, "error: the spec: unknown op 'blurr'"),
+        (["run", '[{{"op": "random_rotate"}}]', "{noisy}", "{out}"], 2, "error: the spec: has random ops; pass --seed"),
+        (["run", '[{{"op": ', "{noisy}", "{out}"], 2, "error: the spec: not valid JSON"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path):
