@@ -101,11 +101,11 @@ def test_a_pipeline_built_again_runs_the_programs_of_an_equal_one(compilations):
     first(x)
     assert imgproc.Pipeline([{"op": "correlate", "kernel": kernel}]).trace_count == 0 < first.trace_count
     # a recipe got again: its augmentation and its normalize + mix programs both
-    recipe = imgproc.pipeline.recipes.get("imagenet_train", size=16)
+    recipe = imgproc.recipes.get("imagenet_train", size=16)
     labels = np.arange(2)
     want = recipe(x, labels, key=1, num_classes=4)
     with compilations() as again:
-        got = imgproc.pipeline.recipes.get("imagenet_train", size=16)(x, labels, key=1, num_classes=4)
+        got = imgproc.recipes.get("imagenet_train", size=16)(x, labels, key=1, num_classes=4)
     assert again == []
     np.testing.assert_array_equal(got["images"], want["images"])
     np.testing.assert_array_equal(got["labels"], want["labels"])
