@@ -21,8 +21,8 @@ from imgproc.filters.linear import gaussian_blur, sharpen as sharpen_filter
 from imgproc.restoration.bilateral_filter import bilateral, bilateral_radius
 from imgproc.restoration.block_matching import bm3d
 from imgproc.restoration.common import prepare
-from imgproc.restoration.median_filter import (IMPULSE_MIN_FRACTION, impulse_fraction, impulse_mask, is_impulsive,
-                                               median, median_nhwc, switching_median)
+from imgproc.restoration.median_filter import (IMPULSE_MAX_RESIDUAL, IMPULSE_MIN_FRACTION, impulse_mask, median,
+                                               median_nhwc)
 from imgproc.restoration.noise_level import estimate_sigma, sigma_nhwc
 from imgproc.restoration.non_local_means import H_PER_SIGMA, nl_means, nl_means_nhwc
 from imgproc.restoration.total_variation import tv_chambolle
@@ -32,17 +32,36 @@ __all__ = ["DENOISE_METHODS", "auto_choice", "denoise"]
 DENOISE_METHODS = ("auto", "nl_means", "bm3d", "tv", "bilateral", "median", "chapter")
 
 
+def _decide(x, max_value):
+    """What ``auto`` decides for one (1, H, W, C) image, and what it decides from:
+    ``(branch, sigma, impulse fraction, x with its impulses replaced by their 3×3 median,
+    the impulse mask)``. Branches 0 and 1: impulse noise (the rule of
+    :func:`imgproc.restoration.median_filter.impulse_fraction`), the switching median of
+    3×3 or 5×5 (from 20 % impulses); 2: NL-means. The noise of the image and of the image
+    cleaned of its impulses are estimated in one call (the same numbers as two: each plane
+    apart), and the 3×3 median is computed once for the decision and the branches: a
+    program with one of each compiles faster than with three (benchmarks/NOTES.md,
+    "Denoise: compiling auto")."""
+    med3 = median_nhwc(x, size=3, mode="reflect")
+    mask = impulse_mask(x, med3, max_value)
+    frac = mask.mean()
+    cleaned = jnp.where(mask, med3, x)  # only the impulses replaced
+    sigma, residual = sigma_nhwc(jnp.concatenate([x, cleaned]))
+    impulsive = (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
+    return jnp.where(impulsive, jnp.where(frac < 0.2, 0, 1), 2), sigma, frac, cleaned, mask
+
+
 def _auto_one(x, max_value, sigma_override, *, r, d):
     """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
     median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
-    frac = impulse_mask(x, median_nhwc(x, size=3, mode="reflect"), max_value).mean()
-    sigma = jnp.where(sigma_override >= 0, sigma_override, sigma_nhwc(x)[0])
-    branch = jnp.where(is_impulsive(x, frac, max_value), jnp.where(frac < 0.2, 0, 1), 2)
+    branch, estimate, _, cleaned, mask = _decide(x, max_value)
+    sigma = jnp.where(sigma_override >= 0, sigma_override, estimate)
     return lax.switch(branch, [
-        lambda im: switching_median(im, 3, max_value),
-        lambda im: switching_median(im, 5, max_value),
-        lambda im: nl_means_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d, mode="reflect"),
-    ], x)
+        lambda im, cleaned, mask: cleaned,
+        lambda im, cleaned, mask: jnp.where(mask, median_nhwc(im, size=5, mode="reflect"), im),
+        lambda im, cleaned, mask: nl_means_nhwc(im, sigma[None], H_PER_SIGMA * sigma[None], r=r, d=d,
+                                                mode="reflect"),
+    ], x, cleaned, mask)
 
 
 @functools.partial(jax.jit, static_argnames=("layout", "r", "d"))
@@ -53,18 +72,24 @@ def _auto(image, max_value, sigma, *, layout, r, d):
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
+@functools.partial(jax.jit, static_argnames=("layout",))
+def _choices(image, max_value, *, layout):
+    x = to_nhwc(image.astype(jnp.float32), layout)
+    return lax.map(lambda im: _decide(im[None], max_value)[:3], x)
+
+
+AUTO_BRANCHES = ("median3", "median5", "nl_means")  # auto_choice's names of _decide's branches
+
+
 def auto_choice(image, *, max_value=None, layout=None):
-    """What ``denoise(method="auto")`` picks for each image, computed on the host:
-    a list of ``(method, sigma, impulse_fraction)`` with method ``"median3"``,
-    ``"median5"`` or ``"nl_means"``."""
+    """What ``denoise(method="auto")`` picks for each image, by the same rule and numbers
+    as its program: a list of ``(method, sigma, impulse_fraction)`` with method
+    ``"median3"``, ``"median5"`` or ``"nl_means"``."""
     image, layout = prepare(image, layout)
-    s = np.atleast_1d(np.asarray(estimate_sigma(image, layout=layout)))
-    f = np.atleast_1d(np.asarray(impulse_fraction(image, max_value=max_value, layout=layout)))
-    out = []
-    for si, fi in zip(s, f):
-        method = "nl_means" if fi <= IMPULSE_MIN_FRACTION else ("median3" if fi < 0.2 else "median5")
-        out.append((method, float(si), float(fi)))
-    return out
+    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    branch, sigma, frac = (np.atleast_1d(np.asarray(v)) for v in _choices(image, jnp.asarray(mv, jnp.float32),
+                                                                          layout=layout))
+    return [(AUTO_BRANCHES[int(b)], float(s), float(f)) for b, s, f in zip(branch, sigma, frac)]
 
 
 @compiled_when_eager

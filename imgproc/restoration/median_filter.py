@@ -18,7 +18,6 @@ from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image
 from imgproc.cpu import flat_argument, from_flat, in_own_loop
 from imgproc.restoration.common import per_image, prepare
-from imgproc.restoration.noise_level import sigma_nhwc
 
 __all__ = ["impulse_fraction", "median"]
 
@@ -270,19 +269,6 @@ def impulse_fraction(image, *, max_value=None, layout=None):
 # the samples), but the rest of the image stays noisy (residual sigma about 41 there,
 # against about 3 for 5 % salt-and-pepper; benchmarks/denoise_quality.py images).
 IMPULSE_MAX_RESIDUAL = 0.04
-
-
-def is_impulsive(x, frac, max_value):
-    """Per-image decision of ``auto`` for one (1, H, W, C) image."""
-    residual = sigma_nhwc(switching_median(x, 3, max_value))[0]
-    return (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
-
-
-def switching_median(x, size, max_value):
-    """Replace only the detected impulses by the ``size``×``size`` median."""
-    med3 = median_nhwc(x, size=3, mode="reflect")
-    med = med3 if size == 3 else median_nhwc(x, size=size, mode="reflect")
-    return jnp.where(impulse_mask(x, med3, max_value), med, x)
 
 
 OPS = (

@@ -18,6 +18,7 @@ import skimage.restoration as skr
 
 import imgproc
 from imgproc import restoration as R
+from imgproc.restoration.median_filter import IMPULSE_MIN_FRACTION
 from imgproc.restoration import bilateral_filter, non_local_means, total_variation
 from imgproc.restoration.median_filter import median_network
 from imgproc.restoration.non_local_means import nl_means_nhwc
@@ -457,6 +458,17 @@ def test_impulse_fraction_and_auto_choice(rng):
     out = np.asarray(imgproc.denoise(sp))
     assert imgproc.psnr(clean, out) > imgproc.psnr(clean, np.asarray(imgproc.median(sp))) - 0.1
     assert imgproc.psnr(clean, out) > imgproc.psnr(clean, sp) + 8
+    # strongly clipped Gaussian noise has extreme samples too, but a high residual noise:
+    # auto runs NL-means, and auto_choice (what --verbose prints) said median3 by a rule of
+    # its own (the impulse fraction alone)
+    for noise in (60, 90):
+        g = np.clip(clean + noise * rng.standard_normal(clean.shape), 0, 255).astype(np.uint8)
+        assert float(imgproc.impulse_fraction(g)) > IMPULSE_MIN_FRACTION
+        (method, sigma, frac), = R.auto_choice(g)
+        assert method == "nl_means" and sigma == float(imgproc.estimate_sigma(g))
+        assert frac == float(imgproc.impulse_fraction(g))
+        kept = (g > 0.02 * 255) & (g < 0.98 * 255)  # a switching median changes none of these
+        assert np.mean(np.asarray(imgproc.denoise(g, patch_size=3, search_size=5))[kept] != g[kept]) > 0.5
 
 
 def test_denoise_methods_and_pipeline_stages(rng):
