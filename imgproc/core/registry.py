@@ -190,7 +190,13 @@ class OpInfo:
             ``run_batch(params, images, *, layout, ...)`` with per-image ``params``; None
             applies ``apply`` under ``vmap``.
         parse: converts spec options to call options (nested stages to :class:`Stage`).
-        radius: local ops: the reach in pixels for given options (size buckets need it).
+        radius: local ops: the reach in pixels for given options (size buckets need it),
+            or None for options that make the op read the whole image.
+        on_canvas: ops that read the whole image (a noise estimate) but can run in a size
+            bucket: ``on_canvas(image, true_hw, **options)`` on the bucket's canvas, which
+            holds the image at ``true_hw = (sizes, offset)`` (traced ``(height, width)``,
+            static offset) with ``radius`` pixels of its border written around it; the
+            image's own result there. None: the op itself runs on the canvas (local ops).
         targets: what the op does to targets (boxes, masks, keypoints) passed with the
             image: :data:`KEEPS_TARGETS` (pixel values only), a :class:`TargetRule`
             (geometric), a function of the stage's options returning one of those or None
@@ -218,7 +224,8 @@ class OpInfo:
     apply: Callable | None = None
     run_batch: Callable | None = None
     parse: Callable[[dict], dict] | None = None
-    radius: Callable[[dict], int] | None = None
+    radius: Callable[[dict], int | None] | None = None
+    on_canvas: Callable | None = None
     targets: object = None
     out_dtype: str | None = None
     canvas: CanvasForm | None = None

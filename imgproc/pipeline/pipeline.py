@@ -81,7 +81,10 @@ class _Programs:
     def __init__(self, owner: "Pipeline", key):
         self.owner, self.key = owner, key
         self.traces = 0  # counted while tracing: compilations
-        self.first_size_in_bucket = {}  # bucket="auto": (layout, bucket's size) -> the first true size met
+        # size buckets: per signature (layout, dtype, the other dims), the sizes met and how
+        # they ran ("exact" or "canvas": bucket="auto"), and the canvases compiled
+        self.sizes_met = {}
+        self.canvases = variable_size.CanvasShapes()
         # on NumPy input, the result is written into a dropped earlier result's buffer
         # when it keeps the input's shape (imgproc.cpu.output_buffers)
         self.compiled = IntoBuffer(owner._run, static_argnames=("layout", "return_params"),
@@ -103,20 +106,24 @@ class Pipeline:
         layout: ``None`` (infer HW/HWC/NHWC from ndim), ``"HW"``, ``"HWC"``, ``"CHW"``,
             ``"NHWC"`` or ``"NCHW"``.
         bucket: ``False`` (the default: one program per image size), ``True`` or
-            ``"auto"``. ``True`` compiles once per *size bucket* instead of once per image
-            size: the image is placed ``reach`` pixels from the top/left of a zero array of
-            the bucket's size (sides rounded up to a step of about 1/16 of the side, with
-            at least ``reach`` = the largest stage radius on every side), each stage
-            re-extends the image from its true size with its boundary mode (so results
-            are exactly those of the unpadded image) and the output is cropped back.
-            ``"auto"`` (what the command line and :mod:`imgproc.ray` use, for programs
-            that meet images of many sizes) runs the first size met in each bucket at its
-            exact size and only the other sizes of that bucket in the bucket's program:
-            a folder of one size gets the exact program (faster than the bucket's; why:
-            benchmarks/NOTES.md, "Folder throughput"), a folder of many
-            sizes at most two programs per bucket. The pixels are the same either way.
-            Buckets apply when every stage is local (has a radius); otherwise the
-            pipeline runs at the exact size.
+            ``"auto"``. ``True`` compiles once per *canvas* instead of once per image
+            size: the image is placed ``reach`` pixels from the top/left of a zero array
+            (``reach`` = the largest stage radius), each stage re-extends the image from
+            its true size with its boundary mode (so results are exactly those of the
+            unpadded image; a stage that reads the whole image, such as ``denoise``'s
+            noise estimate, reads the true image only: ``OpInfo.on_canvas``; ``denoise``
+            on float32 images is within 2 units in the last place) and the output is
+            cropped back. The canvas is the image's size bucket (sides with
+            ``reach`` on both ends, rounded up to a step of about 1/16 of the side), or
+            the smallest canvas compiled before that holds it with at most twice its
+            pixels (:class:`imgproc.pipeline.variable_size.CanvasShapes`), so a folder of
+            any sizes compiles a few programs. ``"auto"`` (what the command line and
+            :mod:`imgproc.ray` use) runs at the exact size the first size met and every
+            size met again (a folder of one size gets the exact program, faster than a
+            canvas's: benchmarks/NOTES.md, "Folder throughput"; a size that repeats pays
+            for its own), and the other sizes in canvases. The pixels are the same either
+            way. Buckets apply when every stage is local (has a radius for its options)
+            or has a canvas form; otherwise the pipeline runs at the exact size.
 
     Call it on one image or a batch: ``pipe(x)``, or ``pipe(x, key=key, indices=None)`` when
     it has random stages; ``return_params=True`` also returns what each stage drew (a
@@ -153,9 +160,9 @@ class Pipeline:
         if layout is not None:
             check_layout(layout, LAYOUT_NDIM.get(layout, 0))
         self.layout = layout
-        self.radii = tuple(
-            None if s.info.radius is None or s.info.random else int(s.info.radius(s.options)) for s in self.stages
-        )
+        self.radii = tuple(None if s.info.radius is None or s.info.random else s.info.radius(s.options)
+                           for s in self.stages)
+        self.radii = tuple(None if r is None else int(r) for r in self.radii)
         bucket = check_choice("bucket", bucket, BUCKET_CHOICES)
         local = all(r is not None for r in self.radii)
         self.bucket = (bucket if bucket == "auto" else bool(bucket)) if local else False
@@ -495,14 +502,19 @@ class Pipeline:
         return self._programs.sharded[signature](images, key, indices, params)
 
     def _in_bucket(self, images, layout) -> bool:
-        """Whether this call runs in its size bucket's program: always with
-        ``bucket=True``; with ``"auto"``, unless its size is the first one met in its
-        bucket."""
+        """Whether this call runs in a size bucket's canvas program: always with
+        ``bucket=True``; with ``"auto"``, unless its size is the first this pipeline met
+        (a folder of one size runs its exact program) or a size met before (a size that
+        repeats pays for its own program)."""
         if self.bucket is True:
             return True
+        met = self._programs.sizes_met.setdefault(_bucket_signature(images, layout), {})
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
-        bucket = (layout, self._bucket_sides(true_hw))
-        return self._programs.first_size_in_bucket.setdefault(bucket, true_hw) != true_hw
+        if true_hw in met or not met:
+            met[true_hw] = "exact"
+            return False
+        met[true_hw] = "canvas"
+        return True
 
     @property
     def _reach(self) -> int:
@@ -514,21 +526,30 @@ class Pipeline:
         return tuple(execution.bucket_size(n + 2 * self._reach) for n in true_hw)
 
     def _bucketed(self, images, layout):
+        """``images`` in a canvas program: the smallest canvas compiled before that holds
+        their size bucket with at most twice its pixels, else the bucket's own (grown
+        towards those met, :class:`imgproc.pipeline.variable_size.CanvasShapes`), so a
+        folder of any sizes compiles a few canvases."""
         axes = spatial_axes(layout)
         true_hw = [images.shape[a] for a in axes]
         reach = self._reach
+        _, *sides = self._programs.canvases.choose(1, *self._bucket_sides(true_hw),
+                                                   signature=_bucket_signature(images, layout))
         pads = [(0, 0)] * images.ndim
         crop = [slice(None)] * images.ndim
-        for a, n, side in zip(axes, true_hw, self._bucket_sides(true_hw)):
+        for a, n, side in zip(axes, true_hw, sides):
             pads[a] = (reach, side - n - reach)
             crop[a] = slice(reach, reach + n)
         padded = _zero_padded(np.asarray(images), pads)
         true = jnp.asarray(true_hw, jnp.int32)
-        out = self._programs.compiled(padded, None, None, None, (true, reach), layout=layout, return_params=False)
+        out = self._programs.compiled(padded, None, None, None, true, layout=layout, return_params=False)
         return np.asarray(out)[tuple(crop)]
 
     def _run(self, images, key, indices, params, true_hw, *, layout, return_params):
+        """``true_hw``: a size bucket's call, the image's traced ``(height, width)``; it lies
+        at ``(reach, reach)`` of the canvas ``images`` (static: the same in every call)."""
         self._programs.traces += 1  # runs only while tracing: counts compilations
+        true_hw = None if true_hw is None else (true_hw, self._reach)
         y, drawn = self._run_stages(images, key, indices, params, true_hw, layout=layout)
         return (y, drawn) if return_params else y
 
@@ -559,7 +580,11 @@ class Pipeline:
                 hints = LoweringHints(feeds_next=s + 1 < len(self.stages),
                                       cast_after=out_dtype != jnp.float32 or true_hw is not None,
                                       from_integers=s == 0 and jnp.issubdtype(images.dtype, jnp.integer))
-                x = stage(x, layout=layout, max_value=max_value, hints=hints)
+                if true_hw is not None and stage.info.on_canvas is not None:  # reads the whole image
+                    x = stage.info.on_canvas(x, true_hw, **stage._options(stage.info.on_canvas, layout, max_value,
+                                                                          None))
+                else:
+                    x = stage(x, layout=layout, max_value=max_value, hints=hints)
                 if stage.info.out_dtype is not None:
                     max_value = 1.0  # normalize / to_float: float output, later stages see [0, 1]
                 continue
@@ -576,6 +601,12 @@ class Pipeline:
                 max_value=max_value, out_dtype=out_dtype)
             drawn[s:next_random] = run_params
         return to_output(x, out_dtype), tuple(drawn)
+
+
+def _bucket_signature(images, layout) -> tuple:
+    """What images share size buckets by: layout, dtype and the shape but for the spatial sides."""
+    axes = spatial_axes(layout)
+    return layout, str(images.dtype), tuple(n for a, n in enumerate(images.shape) if a not in axes)
 
 
 def _zero_padded(array: np.ndarray, pads) -> np.ndarray:

@@ -201,7 +201,8 @@ def _zero_around(slot, shape, a: int, b: int) -> None:
 class CanvasShapes:
     """The canvases a pipeline ran, so that a batch that fits one of them runs in it
     rather than compile a program of its own: an epoch's last, smaller batch, a batch
-    whose largest image is a little smaller. :meth:`choose` takes the smallest canvas
+    whose largest image is a little smaller (and, with one slot, the size buckets of
+    ``Pipeline(bucket=...)``: an image that fits a canvas met before). :meth:`choose` takes the smallest canvas
     ``(slots, height, width)`` met before that holds the batch with at most ``MAX_GROWTH``
     times its slots and ``MAX_GROWTH`` times its pixels per slot; otherwise the batch's own
     canvas, grown to the sides of the largest canvas met with as many slots when that

@@ -32,7 +32,7 @@ __all__ = ["DENOISE_METHODS", "auto_choice", "denoise"]
 DENOISE_METHODS = ("auto", "nl_means", "bm3d", "tv", "bilateral", "median", "chapter")
 
 
-def _decide(x, max_value):
+def _decide(x, max_value, true_hw=None):
     """What ``auto`` decides for one (1, H, W, C) image, and what it decides from:
     ``(branch, sigma, impulse fraction, x with its impulses replaced by their 3×3 median,
     the impulse mask)``. Branches 0 and 1: impulse noise (the rule of
@@ -41,20 +41,36 @@ def _decide(x, max_value):
     cleaned of its impulses are estimated in one call (the same numbers as two: each plane
     apart), and the 3×3 median is computed once for the decision and the branches: a
     program with one of each compiles faster than with three (benchmarks/NOTES.md,
-    "Denoise: compiling auto")."""
+    "Denoise: compiling auto").
+
+    ``true_hw``: ``(sizes, offset)``, ``x`` is a size bucket's canvas holding the image
+    at ``(offset, offset)`` with its reflected border written around it (at least 4
+    pixels a side): the same decision and numbers, from the image's samples only (the
+    3×3 median of a reflected border is the reflection of the image's, so is the cleaned
+    image's)."""
     med3 = median_nhwc(x, size=3, mode="reflect")
     mask = impulse_mask(x, med3, max_value)
-    frac = mask.mean()
+    real = jnp.result_type(float)  # a mean's dtype: float32, float64 with x64
+    if true_hw is None:
+        inside, samples = mask, mask.size
+    else:
+        sizes, offset = true_hw
+        rows = (jnp.arange(x.shape[1]) >= offset) & (jnp.arange(x.shape[1]) < offset + sizes[0])
+        cols = (jnp.arange(x.shape[2]) >= offset) & (jnp.arange(x.shape[2]) < offset + sizes[1])
+        inside, samples = mask & rows[None, :, None, None] & cols[None, None, :, None], sizes[0] * sizes[1] * x.shape[3]
+    # counted in integers: exact past 2**24 samples, where a float32 sum is not
+    frac = jnp.sum(inside, dtype=jnp.int32).astype(real) / jnp.asarray(samples).astype(real)
     cleaned = jnp.where(mask, med3, x)  # only the impulses replaced
-    sigma, residual = sigma_nhwc(jnp.concatenate([x, cleaned]))
+    sigma, residual = sigma_nhwc(jnp.concatenate([x, cleaned]), true_hw)
     impulsive = (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
     return jnp.where(impulsive, jnp.where(frac < 0.2, 0, 1), 2), sigma, frac, cleaned, mask
 
 
-def _auto_one(x, max_value, sigma_override, *, r, d):
+def _auto_one(x, max_value, sigma_override, true_hw, *, r, d):
     """``auto`` on one (1, H, W, C) image inside the program: impulse noise -> switching
-    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma."""
-    branch, estimate, _, cleaned, mask = _decide(x, max_value)
+    median (3x3 below 20 % impulses, else 5x5), otherwise NL-means with h = 0.6 sigma
+    (``true_hw``: a canvas, as for :func:`_decide`)."""
+    branch, estimate, _, cleaned, mask = _decide(x, max_value, true_hw)
     sigma = jnp.where(sigma_override >= 0, sigma_override, estimate)
     return lax.switch(branch, [
         lambda im, cleaned, mask: cleaned,
@@ -64,12 +80,20 @@ def _auto_one(x, max_value, sigma_override, *, r, d):
     ], x, cleaned, mask)
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "r", "d"))
-def _auto(image, max_value, sigma, *, layout, r, d):
+@functools.partial(jax.jit, static_argnames=("layout", "r", "d", "offset"))
+def _auto(image, max_value, sigma, sizes=None, *, layout, r, d, offset=None):
     x = to_nhwc(image.astype(jnp.float32), layout)
+    true_hw = None if sizes is None else (sizes, offset)
     # one image at a time (lax.map): lax.switch then runs only the chosen method
-    y = lax.map(lambda im: _auto_one(im[None], max_value, sigma, r=r, d=d)[0], x)
+    y = lax.map(lambda im: _auto_one(im[None], max_value, sigma, true_hw, r=r, d=d)[0], x)
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def auto_reach(patch_size: int = 7, search_size: int = 21) -> int:
+    """The pixels around an image that ``auto`` reads: NL-means' padding (patch radius
+    plus twice the search radius), and at least 4 (the noise estimate's wavelet and the
+    3×3 median before it)."""
+    return max(patch_size // 2 + 2 * (search_size // 2), 4)
 
 
 @functools.partial(jax.jit, static_argnames=("layout",))
@@ -102,15 +126,35 @@ def _chapter(image, *, layout=None, sigma=1.0, size=5, sharpen=True, mode="refle
     return to_output(y, image.dtype)
 
 
-def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=7, search_size=21):
+def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=7, search_size=21, true_hw=None):
     patch_size = check_odd("patch_size", patch_size, high=51)
     search_size = check_odd("search_size", search_size, high=51)
     check_per_image("sigma", sigma, allow_none=True)
     image, layout = prepare(image, layout)
     mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
     s = -1.0 if sigma is None else sigma
-    return _auto(image, jnp.asarray(mv, jnp.float32), jnp.asarray(s, jnp.float32), layout=layout,
-                 r=patch_size // 2, d=search_size // 2)
+    sizes, offset = (None, None) if true_hw is None else true_hw
+    return _auto(image, jnp.asarray(mv, jnp.float32), jnp.asarray(s, jnp.float32), sizes, layout=layout,
+                 r=patch_size // 2, d=search_size // 2, offset=offset)
+
+
+def _denoise_on_canvas(image, true_hw, *, method="auto", sigma=None, max_value=None, layout=None, **options):
+    """``denoise`` in a size bucket's program (``OpInfo.on_canvas``): ``image`` a canvas
+    holding the image at ``true_hw = (sizes, offset)`` with its border written around it
+    (:func:`_denoise_radius` pixels); the image's own result there, bit for bit. Only
+    ``auto`` runs in buckets (the radius of the others is None)."""
+    if method != "auto":
+        raise ValueError(f"denoise runs in size buckets with method='auto' only; got {method!r}")
+    return _denoise_auto(image, sigma=sigma, max_value=max_value, layout=layout, true_hw=true_hw, **options)
+
+
+def _denoise_radius(options):
+    """The pixels a bucketed ``denoise`` reads around the image: ``auto``'s reach; None
+    (run at the exact size) for the other methods, whose noise estimate or iterations see
+    the whole image."""
+    if options.get("method", "auto") != "auto":
+        return None
+    return auto_reach(options.get("patch_size", 7), options.get("search_size", 21))
 
 
 def _denoise_bm3d(image, **options):
@@ -198,9 +242,10 @@ def _check_denoise_method(method):
     return method
 
 
-# denoise estimates the noise from the whole image: registered without a radius, so a
-# pipeline runs it at the image's exact size, never in padded size buckets.
+# denoise estimates the noise from the whole image: in a size bucket (method "auto" only)
+# it runs its canvas form, which estimates it from the image's own samples.
 OPS = (
-    OpInfo("denoise", denoise, checks={"method": _check_denoise_method}),
+    OpInfo("denoise", denoise, checks={"method": _check_denoise_method}, radius=_denoise_radius,
+           on_canvas=_denoise_on_canvas),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -24,15 +24,23 @@ _DB2_HI = np.array([-0.48296291314469025, 0.836516303737469, -0.2241438680418573
 _NORM_PPF_075 = 0.6744897501960817  # scipy.stats.norm.ppf(0.75)
 
 
-def _dwt_hi(x, axis):
+def _dwt_hi(x, axis, offset=None):
     """PyWavelets' ``dwt`` detail coefficients along ``axis`` (mode "symmetric", db2):
-    length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``."""
-    n = x.shape[axis]
-    xe = pad_axis_strips(x, 3, 3, axis, "reflect")  # pywt "symmetric" is scipy's "reflect"
-    k = (n + 3) // 2
+    length ``(n + 3) // 2``; ``y[k] = sum_j h[j] x_ext[2k + 1 - j]``.
+
+    ``offset``: ``x`` is a canvas whose image starts at that index along ``axis``, its
+    symmetric extension already written around it (at least 3 values a side); the
+    coefficients are then those of every ``k`` the canvas holds, the image's first
+    ``(n + 3) // 2`` of them equal to the image's own, value for value."""
+    if offset is None:
+        xe, first = pad_axis_strips(x, 3, 3, axis, "reflect"), 3  # pywt "symmetric" is scipy's "reflect"
+        k = (x.shape[axis] + 3) // 2
+    else:
+        xe, first = x, offset
+        k = (x.shape[axis] - offset - 2) // 2 + 1  # every k whose taps lie in the canvas
     out = 0.0
     for j, hj in enumerate(_DB2_HI):
-        start = 4 - j  # x_ext index 2k + 1 - j, shifted by the pad of 3
+        start = first + 1 - j  # x_ext index 2k + 1 - j
         sl = [slice(None)] * x.ndim
         sl[axis] = slice(start, start + 2 * k - 1, 2)
         out = out + float(hj) * xe[tuple(sl)]
@@ -104,11 +112,25 @@ def _selected_jvp(primals, tangents):
     return v, jnp.take_along_axis(tangents[0], at, axis=1)
 
 
-def sigma_planes(planes):
+def sigma_planes(planes, true_hw=None):
     """skimage's ``_sigma_est_dwt`` for each (H, W) plane of (P, H, W): the median absolute
     value of the nonzero finest diagonal (db2) detail coefficients divided by
-    ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there)."""
-    dd = _dwt_hi(_dwt_hi(planes, 1), 2)
+    ``norm.ppf(0.75)``; 0 when every coefficient is 0 (skimage gives NaN there).
+
+    ``true_hw``: ``(sizes, offset)``, the planes are canvases holding an image of ``sizes``
+    (traced ``(height, width)``) at ``(offset, offset)``, its symmetric extension written
+    around it (at least 3 pixels a side: :func:`imgproc.pipeline.execution.extend_from`):
+    the image's own estimate, bit for bit. The coefficients past the image's are set to 0,
+    which the median leaves out as it does the image's own zeros, so the ranks fall on the
+    same values."""
+    if true_hw is None:
+        dd = _dwt_hi(_dwt_hi(planes, 1), 2)
+    else:
+        sizes, offset = true_hw
+        dd = _dwt_hi(_dwt_hi(planes, 1, offset), 2, offset)
+        rows = jnp.arange(dd.shape[1]) < (sizes[0] + 3) // 2
+        cols = jnp.arange(dd.shape[2]) < (sizes[1] + 3) // 2
+        dd = jnp.where(rows[:, None] & cols[None, :], dd, 0.0)
     a = jnp.abs(dd.reshape(dd.shape[0], -1))
     total = a.shape[1]
     zeros = jnp.sum(a == 0, axis=1)
@@ -123,11 +145,12 @@ def sigma_planes(planes):
     return jnp.where(m > 0, 0.5 * (v[:, 0] + v[:, 1]) / _NORM_PPF_075, 0.0)
 
 
-def sigma_nhwc(x):
-    """Noise sigma per image of (N, H, W, C) float32: the mean over channels."""
+def sigma_nhwc(x, true_hw=None):
+    """Noise sigma per image of (N, H, W, C) float32: the mean over channels (``true_hw``:
+    canvases, as for :func:`sigma_planes`)."""
     n, h, w, c = x.shape
     planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
-    return sigma_planes(planes).reshape(n, c).mean(axis=1)
+    return sigma_planes(planes, true_hw).reshape(n, c).mean(axis=1)
 
 
 @functools.partial(jax.jit, static_argnames=("layout",))

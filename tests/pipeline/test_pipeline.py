@@ -168,13 +168,20 @@ def test_size_buckets_compile_once_per_bucket_and_match_exactly():
     for h, w in sizes[6:]:
         bucketed(np.zeros((h, w, 3), np.uint8))
     buckets = {(bucket_size(h + 4), bucket_size(w + 4)) for h, w in sizes}
-    assert bucketed.trace_count == len(buckets) < len(sizes)
+    # one program per canvas: an image runs in a canvas met before that holds its bucket
+    # with at most twice its pixels
+    (canvases,) = bucketed._programs.canvases._met.values()
+    assert bucketed.trace_count == len(canvases) < len(buckets) < len(sizes)
+    for h, w in sizes:
+        own = bucket_size(h + 4) * bucket_size(w + 4)
+        assert any(ch >= bucket_size(h + 4) and cw >= bucket_size(w + 4) and ch * cw <= 2 * own
+                   for _, ch, cw in canvases)
 
 
-def test_auto_buckets_run_each_buckets_first_size_exactly(monkeypatch):
-    """``bucket="auto"`` (the command line's): the first size met in a bucket gets its
-    own exact-size program, every other size of that bucket the bucket's program; the
-    pixels are the exact pipeline's either way."""
+def test_auto_buckets_run_the_first_size_and_repeated_sizes_exactly(monkeypatch):
+    """``bucket="auto"`` (the command line's): the first size met gets its own exact-size
+    program, and so does a size met again; a new size runs in a canvas (one met before
+    that holds it, else its bucket's); the pixels are the exact pipeline's either way."""
     from imgproc.pipeline.execution import bucket_size
 
     bucketed_sizes = []
@@ -192,9 +199,10 @@ def test_auto_buckets_run_each_buckets_first_size_exactly(monkeypatch):
         x = rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8)
         np.testing.assert_array_equal(auto(x), np.asarray(exact(x)))
         traces.append(auto.trace_count)
-    # first: exact; second and third share the bucket's program; elsewhere: exact again
-    assert traces == [1, 1, 2, 2, 2, 3, 3]
-    assert bucketed_sizes == [second, third, second]
+    # first: exact; second and third share a canvas; elsewhere: a canvas of its own (more
+    # than twice the pixels of the first one); second again: its exact program
+    assert traces == [1, 1, 2, 2, 2, 3, 4]
+    assert bucketed_sizes == [second, third, elsewhere]
     for bad in ("yes", 2, None):
         with pytest.raises(ValueError, match=r"bucket must be one of False, True, 'auto'"):
             imgproc.Pipeline([{"op": "sharpen"}], bucket=bad)
@@ -203,8 +211,10 @@ def test_auto_buckets_run_each_buckets_first_size_exactly(monkeypatch):
 def test_the_command_builds_auto_bucketed_pipelines():
     from imgproc.cli._denoise import build
 
-    for method in ("chapter", "median"):  # the other methods are not local: exact sizes
+    for method in ("chapter", "median", "auto"):  # auto's noise estimate has a canvas form
         assert build(method).bucket == "auto", method
+    for method in ("nl-means", "bm3d", "tv", "bilateral"):  # they read the whole image: exact sizes
+        assert build(method).bucket is False, method
 
 
 @pytest.mark.parametrize("mode", imgproc.MODES)
