@@ -93,7 +93,7 @@ def augment_image(pipe, image, *, key, first_index, count):
 @click.command("augment", epilog="\n".join(line for line in EXIT_CODES.split("\n") if "--engine ray" not in line))
 @click.argument("input", type=click.Path())
 @click.argument("outdir", type=click.Path(file_okay=False))
-@click.option("--spec", "spec", required=True, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec", required=True, type=click.Path(dir_okay=False), metavar="SPEC",
               help='Pipeline spec: a JSON file holding a list of {"op": NAME, ...options} (random ops '
                    'welcome), or that list itself.')
 @click.option("--count", type=click.IntRange(1, 10000), default=8, show_default=True, help="Variants per input.")
