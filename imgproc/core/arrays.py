@@ -50,7 +50,8 @@ def magnitude(squares):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, squares, 1.0)), 0.0)
 
 __all__ = [
-    "DTYPES", "LAYOUTS", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max", "from_bhwc", "from_nhwc", "magnitude", "resolve_max",
+    "DTYPES", "LAYOUTS", "canvas_side", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max",
+    "from_bhwc", "from_nhwc", "magnitude", "resolve_max",
     "spatial_axes", "to_bhwc", "to_compute", "to_nhwc", "to_output",
 ]
 
@@ -144,3 +145,19 @@ def materialized(table):
     rows = table.reshape(-1, table.shape[-1])
     eye = jnp.eye(table.shape[-1], dtype=jnp.float32)
     return jnp.dot(rows.astype(jnp.float32), eye, precision=HIGHEST).reshape(table.shape)
+
+
+def canvas_side(n: int) -> int:
+    """A canvas side for images up to ``n`` pixels: the smallest of 16 and ``m * 2**k``
+    (``m`` in 4..7: four steps an octave, at most 25 % padding) that holds ``n``. Coarse on
+    purpose: the programs compiled are one per canvas side met (the variable-size batches
+    of :mod:`imgproc.pipeline.variable_size`, whose size-setting stage reads only the taps
+    it needs, so padding costs little; :func:`imgproc.restoration.auto_choice`).
+
+    Example:
+        >>> [canvas_side(n) for n in (5, 17, 37, 300, 375, 500, 1000)]
+        [16, 20, 40, 320, 384, 512, 1024]
+    """
+    n = max(int(n), 16)
+    k = max(n.bit_length() - 3, 0)
+    return -(-n // (1 << k)) * (1 << k)

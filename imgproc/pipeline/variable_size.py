@@ -37,7 +37,7 @@ import numpy as np
 from imgproc.augment.common import fixed_size
 from imgproc.augment.size import shorter_side_size
 from imgproc.augment.targets import check_targets, move_one
-from imgproc.core.arrays import spatial_axes
+from imgproc.core.arrays import canvas_side, spatial_axes
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
@@ -241,21 +241,6 @@ class CanvasShapes:
             height = width = side
         met.add((slots, height, width))
         return slots, height, width
-
-
-def canvas_side(n: int) -> int:
-    """A canvas side for images up to ``n`` pixels: the smallest of 16 and ``m * 2**k``
-    (``m`` in 4..7: four steps an octave, at most 25 % padding) that holds ``n``. Coarse on
-    purpose: the programs compiled are one per canvas pair (and batch size) met, and a
-    size-setting stage reads only the taps it needs, so padding costs little.
-
-    Example:
-        >>> [canvas_side(n) for n in (5, 17, 37, 300, 375, 500, 1000)]
-        [16, 20, 40, 320, 384, 512, 1024]
-    """
-    n = max(int(n), 16)
-    k = max(n.bit_length() - 3, 0)
-    return -(-n // (1 << k)) * (1 << k)
 
 
 def check_fits(plan_: CanvasPlan, stages, true_hw: np.ndarray) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import from_nhwc, resolve_max, to_compute, to_nhwc, to_output
+from imgproc.core.arrays import canvas_side, from_nhwc, resolve_max, to_compute, to_nhwc, to_output
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import check_odd, check_per_image, is_traced
@@ -21,8 +21,8 @@ from imgproc.filters.linear import gaussian_blur, sharpen as sharpen_filter
 from imgproc.restoration.bilateral_filter import bilateral, bilateral_radius
 from imgproc.restoration.block_matching import bm3d
 from imgproc.restoration.common import prepare
-from imgproc.restoration.median_filter import (IMPULSE_MAX_RESIDUAL, IMPULSE_MIN_FRACTION, impulse_mask, median,
-                                               median_nhwc)
+from imgproc.restoration.median_filter import (IMPULSE_MAX_RESIDUAL, IMPULSE_MIN_FRACTION, impulse_mask, impulse_share,
+                                               median, median_nhwc)
 from imgproc.restoration.noise_level import estimate_sigma, sigma_nhwc
 from imgproc.restoration.non_local_means import H_PER_SIGMA, nl_means, nl_means_nhwc
 from imgproc.restoration.total_variation import tv_chambolle
@@ -50,16 +50,14 @@ def _decide(x, max_value, true_hw=None):
     image's)."""
     med3 = median_nhwc(x, size=3, mode="reflect")
     mask = impulse_mask(x, med3, max_value)
-    real = jnp.result_type(float)  # a mean's dtype: float32, float64 with x64
     if true_hw is None:
-        inside, samples = mask, mask.size
+        frac = impulse_share(mask, mask.size)
     else:
         sizes, offset = true_hw
         rows = (jnp.arange(x.shape[1]) >= offset) & (jnp.arange(x.shape[1]) < offset + sizes[0])
         cols = (jnp.arange(x.shape[2]) >= offset) & (jnp.arange(x.shape[2]) < offset + sizes[1])
-        inside, samples = mask & rows[None, :, None, None] & cols[None, None, :, None], sizes[0] * sizes[1] * x.shape[3]
-    # counted in integers: exact past 2**24 samples, where a float32 sum is not
-    frac = jnp.sum(inside, dtype=jnp.int32).astype(real) / jnp.asarray(samples).astype(real)
+        frac = impulse_share(mask & rows[None, :, None, None] & cols[None, None, :, None],
+                             sizes[0] * sizes[1] * x.shape[3])
     cleaned = jnp.where(mask, med3, x)  # only the impulses replaced
     sigma, residual = sigma_nhwc(jnp.concatenate([x, cleaned]), true_hw)
     impulsive = (frac > IMPULSE_MIN_FRACTION) & (residual < IMPULSE_MAX_RESIDUAL * max_value)
@@ -96,24 +94,34 @@ def auto_reach(patch_size: int = 7, search_size: int = 21) -> int:
     return max(patch_size // 2 + 2 * (search_size // 2), 4)
 
 
-@functools.partial(jax.jit, static_argnames=("layout",))
-def _choices(image, max_value, *, layout):
-    x = to_nhwc(image.astype(jnp.float32), layout)
-    return lax.map(lambda im: _decide(im[None], max_value)[:3], x)
+@functools.partial(jax.jit, static_argnames=("offset",))
+def _choices(canvas, max_value, sizes, *, offset):
+    return lax.map(lambda im: _decide(im[None], max_value, (sizes, offset))[:3], canvas)
 
 
 AUTO_BRANCHES = ("median3", "median5", "nl_means")  # auto_choice's names of _decide's branches
+CHOICE_BORDER = 4  # the reflected border _decide reads around an image on a canvas
 
 
 def auto_choice(image, *, max_value=None, layout=None):
     """What ``denoise(method="auto")`` picks for each image, by the same rule and numbers
     as its program: a list of ``(method, sigma, impulse_fraction)`` with method
-    ``"median3"``, ``"median5"`` or ``"nl_means"``."""
+    ``"median3"``, ``"median5"`` or ``"nl_means"``.
+
+    Computed on a square canvas (:func:`imgproc.core.arrays.canvas_side` of the longer
+    side, with a reflected border) holding the image, so that the images of a folder of
+    many sizes compile a program per canvas side, not per image size (``imgproc denoise
+    --verbose``); the numbers are the image's own, bit for bit."""
     image, layout = prepare(image, layout)
     mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
-    branch, sigma, frac = (np.atleast_1d(np.asarray(v)) for v in _choices(image, jnp.asarray(mv, jnp.float32),
-                                                                          layout=layout))
-    return [(AUTO_BRANCHES[int(b)], float(s), float(f)) for b, s, f in zip(branch, sigma, frac)]
+    x = np.asarray(to_nhwc(np.asarray(image, np.float32), layout))  # on the host: no program a size
+    n, h, w, c = x.shape
+    b, side = CHOICE_BORDER, canvas_side(max(h, w) + 2 * CHOICE_BORDER)
+    canvas = np.zeros((n, side, side, c), np.float32)
+    canvas[:, :h + 2 * b, :w + 2 * b] = np.pad(x, ((0, 0), (b, b), (b, b), (0, 0)), mode="symmetric")  # scipy's reflect
+    branch, sigma, frac = (np.asarray(v) for v in _choices(canvas, np.asarray(mv, np.float32),
+                                                               np.array([h, w], np.int32), offset=b))
+    return [(AUTO_BRANCHES[int(i)], float(s), float(f)) for i, s, f in zip(branch, sigma, frac)]
 
 
 @compiled_when_eager

@@ -224,11 +224,22 @@ def impulse_mask(x, med, max_value):
     return extreme & (jnp.abs(x - med) > IMPULSE_JUMP * max_value)
 
 
+def impulse_share(mask, samples, axis=None):
+    """The share of ``mask``'s true elements (over ``axis``) among ``samples``, in a mean's
+    dtype (float32; float64 with x64): counted in integers (exact past 2**24, where a
+    float32 sum is not) and divided at run time. XLA turns a division by a constant into
+    a product with its reciprocal, one unit in the last place away, and a canvas's count
+    of samples is traced (:func:`imgproc.restoration.auto._decide`): both divide alike."""
+    real = jnp.result_type(float)
+    count = jnp.sum(mask, axis=axis, dtype=jnp.int32).astype(real)
+    return count / lax.optimization_barrier(jnp.asarray(samples).astype(real))
+
+
 @functools.partial(jax.jit, static_argnames=("layout",))
 def _impulse_fraction(image, max_value, *, layout):
     x = to_nhwc(image.astype(jnp.float32), layout)
     med = median_nhwc(x, size=3, mode="reflect")
-    return impulse_mask(x, med, max_value).mean(axis=(1, 2, 3))
+    return impulse_share(impulse_mask(x, med, max_value), x[0].size, axis=(1, 2, 3))
 
 
 @callers_type

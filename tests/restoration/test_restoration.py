@@ -511,6 +511,25 @@ def test_denoise_auto_runs_in_size_buckets_with_the_exact_pixels(layout, rng):
         assert imgproc.Pipeline([{"op": "denoise", "method": method}], bucket=True).bucket is False
 
 
+def test_auto_choice_runs_on_canvases_with_the_exact_numbers(rng, compilations):
+    """``auto_choice`` (``imgproc denoise --verbose``) compiled its program at each image
+    size; it now runs on square canvases of a few sides, with the image's own numbers."""
+    from imgproc.restoration.auto import _decide
+
+    exact = jax.jit(lambda x, mv: jax.lax.map(lambda im: _decide(im[None], mv)[:3], x))
+    sizes = [(37, 41), (40, 33), (1, 5), (7, 2), (33, 38), (39, 36)]
+    images = [x for h, w in sizes
+              for x in (_noisy_set(rng, h, w) if min(h, w) > 4 else [rng.integers(0, 256, (h, w, 3), dtype=np.uint8)])]
+    with compilations() as compiled:
+        choices = [R.auto_choice(x) for x in images]
+    sides = {imgproc.core.arrays.canvas_side(max(h, w) + 2 * R.auto.CHOICE_BORDER) for h, w in sizes}
+    assert len(compiled) == len(sides) == 3  # sides of 16, 48 and 56 pixels: one program each
+    for x, got in zip(images, choices):
+        branch, sigma, frac = exact(x[None].astype(np.float32), jnp.float32(255))
+        assert got == [(R.auto.AUTO_BRANCHES[int(branch[0])], float(sigma[0]), float(frac[0]))]
+    assert {c[0][0] for c in choices} == {"nl_means", "median3", "median5"}
+
+
 def test_impulse_fraction_and_auto_choice(rng):
     clean = (ndi.gaussian_filter(rng.random((40, 40, 3)), 3) * 255).astype(np.uint8)
     assert float(imgproc.impulse_fraction(clean)) == 0.0
