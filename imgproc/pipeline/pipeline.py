@@ -57,6 +57,7 @@ from imgproc.pipeline.random_runs import fused_body, fused_run, loops_over_image
 __all__ = ["Pipeline", "register_op", "registered_ops"]
 
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
+EXACT_SIZES = 2  # bucket="auto": the sizes met first that run at their exact size
 
 # equal pipelines' compiled programs, the most recently built first kept (tests start each
 # case without them: tests/conftest.py)
@@ -118,10 +119,10 @@ class Pipeline:
             the smallest canvas compiled before that holds it with at most twice its
             pixels (:class:`imgproc.pipeline.variable_size.CanvasShapes`), so a folder of
             any sizes compiles a few programs. ``"auto"`` (what the command line and
-            :mod:`imgproc.ray` use) runs at the exact size the first size met and every
-            size met again (a folder of one size gets the exact program, faster than a
-            canvas's: benchmarks/NOTES.md, "Folder throughput"; a size that repeats pays
-            for its own), and the other sizes in canvases. The pixels are the same either
+            :mod:`imgproc.ray` use) runs the first two sizes met at their exact size (a
+            folder of one size, or a camera's landscape and portrait photos, get exact
+            programs, faster than a canvas's: benchmarks/NOTES.md, "Folder
+            throughput"), and every other size in canvases. The pixels are the same either
             way. Buckets apply when every stage is local (has a radius for its options)
             or has a canvas form; otherwise the pipeline runs at the exact size.
 
@@ -502,19 +503,19 @@ class Pipeline:
         return self._programs.sharded[signature](images, key, indices, params)
 
     def _in_bucket(self, images, layout) -> bool:
-        """Whether this call runs in a size bucket's canvas program: always with
-        ``bucket=True``; with ``"auto"``, unless its size is the first this pipeline met
-        (a folder of one size runs its exact program) or a size met before (a size that
-        repeats pays for its own program)."""
+        """Whether this call runs in a canvas program: always with ``bucket=True``; with
+        ``"auto"``, unless its size is one of the first :data:`EXACT_SIZES` sizes this
+        pipeline met (a folder of one size, a camera's landscape and portrait photos run
+        their exact programs; every later size a canvas, so the programs stay few however
+        many sizes come, and however often)."""
         if self.bucket is True:
             return True
         met = self._programs.sizes_met.setdefault(_bucket_signature(images, layout), {})
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
-        if true_hw in met or not met:
-            met[true_hw] = "exact"
-            return False
-        met[true_hw] = "canvas"
-        return True
+        if true_hw not in met:
+            exact = sum(how == "exact" for how in met.values())
+            met[true_hw] = "exact" if exact < EXACT_SIZES else "canvas"
+        return met[true_hw] == "canvas"
 
     @property
     def _reach(self) -> int:

@@ -178,10 +178,11 @@ def test_size_buckets_compile_once_per_bucket_and_match_exactly():
                    for _, ch, cw in canvases)
 
 
-def test_auto_buckets_run_the_first_size_and_repeated_sizes_exactly(monkeypatch):
-    """``bucket="auto"`` (the command line's): the first size met gets its own exact-size
-    program, and so does a size met again; a new size runs in a canvas (one met before
-    that holds it, else its bucket's); the pixels are the exact pipeline's either way."""
+def test_auto_buckets_run_the_first_two_sizes_exactly(monkeypatch):
+    """``bucket="auto"`` (the command line's): the first two sizes met get their own
+    exact-size programs; every later size runs in a canvas (one met before that holds it,
+    else its bucket's), however often it comes back; the pixels are the exact pipeline's
+    either way."""
     from imgproc.pipeline.execution import bucket_size
 
     bucketed_sizes = []
@@ -199,10 +200,14 @@ def test_auto_buckets_run_the_first_size_and_repeated_sizes_exactly(monkeypatch)
         x = rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8)
         np.testing.assert_array_equal(auto(x), np.asarray(exact(x)))
         traces.append(auto.trace_count)
-    # first: exact; second and third share a canvas; elsewhere: a canvas of its own (more
-    # than twice the pixels of the first one); second again: its exact program
-    assert traces == [1, 1, 2, 2, 2, 3, 4]
-    assert bucketed_sizes == [second, third, elsewhere]
+    # first and second: exact; third: a canvas; elsewhere: a canvas of its own (more
+    # than twice the pixels of third's); second again: its exact program
+    assert traces == [1, 1, 2, 3, 3, 4, 4]
+    assert bucketed_sizes == [third, elsewhere]
+    # the same sizes again, as a second epoch or a folder run twice: nothing new
+    for h, w in [third, elsewhere, first, second]:
+        auto(rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8))
+    assert auto.trace_count == 4
     for bad in ("yes", 2, None):
         with pytest.raises(ValueError, match=r"bucket must be one of False, True, 'auto'"):
             imgproc.Pipeline([{"op": "sharpen"}], bucket=bad)
