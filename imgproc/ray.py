@@ -13,7 +13,7 @@ same output paths, the same reasons for bad files, existing outputs skipped unle
    from its spec once; for a block of files it decodes the bytes with the public codec
    (:func:`imgproc.decode_image`, the loader's defences and metadata rules) in a thread
    pool, groups the images by shape, pads a partial group to the next power of two (at
-   most ``batch_size``: a few compiled programs per size bucket, none per batch), runs
+   most ``batch_size``: a few compiled programs, none per batch or image size), runs
    it, and encodes and writes the results atomically with the command line's writer
    (:func:`imgproc.io.folder_runner.write_result`) in the same thread pool. Image ``i`` of a
    random pipeline gets ``fold_in(key, index)`` with the index of its path in the sorted
@@ -463,8 +463,8 @@ def process(source, dest, spec, *, key=None, batch_size: int = 8, num_actors: in
             command line's ``--recursive``, ``--format``, ``--quality``,
             ``--max-pixels``, ``--allow-truncated``, ``--strip``.
         bucket: :class:`imgproc.Pipeline`'s ``bucket`` (``"auto"``, as the command line:
-            each bucket's first size at its exact size, its other sizes in the bucket's
-            program; ``True``, ``False``) when ``spec`` is not already a pipeline.
+            the first two sizes, and a size that has come 16 times, at their exact size,
+            the others in a few padded canvases; ``True``, ``False``) when ``spec`` is not already a pipeline.
         address: the Ray cluster (``HOST:PORT``, ``ray://HOST:PORT``, ``"auto"``); None
             uses an initialised Ray, ``RAY_ADDRESS``, or starts a local one.
 

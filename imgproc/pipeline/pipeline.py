@@ -58,6 +58,7 @@ __all__ = ["Pipeline", "register_op", "registered_ops"]
 
 BUCKET_CHOICES = (False, True, "auto")  # Pipeline(bucket=...)
 EXACT_SIZES = 2  # bucket="auto": the sizes met first that run at their exact size
+EXACT_AFTER = 16  # bucket="auto": images of a size run in canvases before it gets its exact program
 
 # equal pipelines' compiled programs, the most recently built first kept (tests start each
 # case without them: tests/conftest.py)
@@ -121,8 +122,10 @@ class Pipeline:
             any sizes compiles a few programs. ``"auto"`` (what the command line and
             :mod:`imgproc.ray` use) runs the first two sizes met at their exact size (a
             folder of one size, or a camera's landscape and portrait photos, get exact
-            programs, faster than a canvas's: benchmarks/NOTES.md, "Folder
-            throughput"), and every other size in canvases. The pixels are the same either
+            programs, 3-4× faster than a canvas's on a cheap filter: benchmarks/NOTES.md,
+            "Folder throughput"), other sizes in canvases until 16 images of that size
+            have come (then its own program pays), so the programs are few for any mix
+            of sizes. The pixels are the same either
             way. Buckets apply when every stage is local (has a radius for its options)
             or has a canvas form; otherwise the pipeline runs at the exact size.
 
@@ -161,9 +164,9 @@ class Pipeline:
         if layout is not None:
             check_layout(layout, LAYOUT_NDIM.get(layout, 0))
         self.layout = layout
-        self.radii = tuple(None if s.info.radius is None or s.info.random else s.info.radius(s.options)
-                           for s in self.stages)
-        self.radii = tuple(None if r is None else int(r) for r in self.radii)
+        # a stage's reach for its options; None: it reads the whole image (or draws)
+        radii = (None if s.info.radius is None or s.info.random else s.info.radius(s.options) for s in self.stages)
+        self.radii = tuple(None if r is None else int(r) for r in radii)
         bucket = check_choice("bucket", bucket, BUCKET_CHOICES)
         local = all(r is not None for r in self.radii)
         self.bucket = (bucket if bucket == "auto" else bool(bucket)) if local else False
@@ -506,16 +509,24 @@ class Pipeline:
         """Whether this call runs in a canvas program: always with ``bucket=True``; with
         ``"auto"``, unless its size is one of the first :data:`EXACT_SIZES` sizes this
         pipeline met (a folder of one size, a camera's landscape and portrait photos run
-        their exact programs; every later size a canvas, so the programs stay few however
-        many sizes come, and however often)."""
+        their exact programs) or has come in :data:`EXACT_AFTER` images (a size that keeps
+        coming pays for its own program); every other size runs in a canvas, so the
+        programs stay few however many sizes come."""
         if self.bucket is True:
             return True
-        met = self._programs.sizes_met.setdefault(_bucket_signature(images, layout), {})
+        kind = _bucket_signature(images, layout)
+        if layout in BATCH_LAYOUTS:  # images count, whatever batches they come in
+            kind = kind[:2] + (kind[2][1:],)
+        met = self._programs.sizes_met.setdefault(kind, {})
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
-        if true_hw not in met:
-            exact = sum(how == "exact" for how in met.values())
-            met[true_hw] = "exact" if exact < EXACT_SIZES else "canvas"
-        return met[true_hw] == "canvas"
+        how = met.get(true_hw)  # "exact", or how many images ran in canvases
+        if how is None and sum(h == "exact" for h in met.values()) < EXACT_SIZES:
+            how = "exact"
+        elif how != "exact":
+            seen = (how or 0) + (images.shape[0] if layout in BATCH_LAYOUTS else 1)
+            how = "exact" if seen > EXACT_AFTER else seen
+        met[true_hw] = how
+        return how != "exact"
 
     @property
     def _reach(self) -> int:

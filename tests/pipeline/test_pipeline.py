@@ -180,9 +180,9 @@ def test_size_buckets_compile_once_per_bucket_and_match_exactly():
 
 def test_auto_buckets_run_the_first_two_sizes_exactly(monkeypatch):
     """``bucket="auto"`` (the command line's): the first two sizes met get their own
-    exact-size programs; every later size runs in a canvas (one met before that holds it,
-    else its bucket's), however often it comes back; the pixels are the exact pipeline's
-    either way."""
+    exact-size programs; a later size runs in a canvas (one met before that holds it,
+    else its bucket's) until 16 images of it have come, then in its own program; the
+    pixels are the exact pipeline's either way."""
     from imgproc.pipeline.execution import bucket_size
 
     bucketed_sizes = []
@@ -208,6 +208,16 @@ def test_auto_buckets_run_the_first_two_sizes_exactly(monkeypatch):
     for h, w in [third, elsewhere, first, second]:
         auto(rng.integers(0, 256, (2, h, w, 3), dtype=np.uint8))
     assert auto.trace_count == 4
+    # third has come in 4 images; 12 more stay in the canvas, the next gets its program
+    for _ in range(6):
+        auto(rng.integers(0, 256, (2, *third, 3), dtype=np.uint8))
+    assert auto.trace_count == 4
+    x = rng.integers(0, 256, (2, *third, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(auto(x), np.asarray(exact(x)))
+    assert auto.trace_count == 5 and bucketed_sizes == [third, elsewhere] + [third, elsewhere] + [third] * 6
+    # counted in images, whatever the batches: a batch of one of a size met in pairs
+    auto(rng.integers(0, 256, (1, *elsewhere, 3), dtype=np.uint8))  # a new batch shape: its canvas
+    assert auto.trace_count == 6 and bucketed_sizes[-1] == elsewhere
     for bad in ("yes", 2, None):
         with pytest.raises(ValueError, match=r"bucket must be one of False, True, 'auto'"):
             imgproc.Pipeline([{"op": "sharpen"}], bucket=bad)
