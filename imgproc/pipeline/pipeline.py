@@ -301,9 +301,9 @@ class Pipeline:
             y, drawn = self._call(images, key=key, indices=indices, params=None, return_params=True)
         else:
             y, drawn = self._call(images, key=None, indices=indices, params=params, return_params=False), params
-        moved = self._programs.owner._move_targets(moved, tuple(drawn), jnp.float32(min_area), jnp.float32(min_visibility),
-                                   shape=tuple(checked.shape), dtype=str(checked.dtype), layout=layout,
-                                   rules=tuple(rules))
+        moved = self._programs.owner._move_targets(moved, tuple(drawn), jnp.float32(min_area),
+                                                   jnp.float32(min_visibility), shape=tuple(checked.shape),
+                                                   dtype=str(checked.dtype), layout=layout, rules=tuple(rules))
         out = restore(moved)
         return (y, out, drawn) if return_params else (y, out)
 
@@ -353,7 +353,7 @@ class Pipeline:
                 return shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
 
             return execution.run_parts(run, images, indices, params, parts, self._programs.compiled_parts, signature,
-                                        return_params=return_params)
+                                       return_params=return_params)
         out = self._programs.compiled(images, key, indices, params, None, layout=layout, return_params=return_params)
         finish_check()
         return out
@@ -454,14 +454,16 @@ class Pipeline:
         if parts > 1:  # one slice per core, in threads, as for a batch (imgproc.pipeline.execution)
             def run(part, idx, sizes_and_params):
                 sizes, p = sizes_and_params
-                return self._programs.canvas_program(part, sizes, key, idx, p, layout=layout, return_params=return_params)
+                return self._programs.canvas_program(part, sizes, key, idx, p, layout=layout,
+                                                     return_params=return_params)
 
             def signature(shape):
                 return "canvas", shape, str(images.dtype), layout, None if key is None else str(key.dtype), params is None
 
-            return execution.run_parts(run, images, indices, (true_hw, params), parts, self._programs.compiled_parts, signature,
-                                        return_params=return_params)
-        return self._programs.canvas_program(images, true_hw, key, indices, params, layout=layout, return_params=return_params)
+            return execution.run_parts(run, images, indices, (true_hw, params), parts, self._programs.compiled_parts,
+                                       signature, return_params=return_params)
+        return self._programs.canvas_program(images, true_hw, key, indices, params, layout=layout,
+                                             return_params=return_params)
 
     def _run_canvas(self, canvas, true_hw, key, indices, params, *, layout, return_params):
         self._programs.traces += 1  # runs only while tracing: counts compilations
@@ -514,10 +516,8 @@ class Pipeline:
         programs stay few however many sizes come."""
         if self.bucket is True:
             return True
-        kind = _bucket_signature(images, layout)
-        if layout in BATCH_LAYOUTS:  # images count, whatever batches they come in
-            kind = kind[:2] + (kind[2][1:],)
-        met = self._programs.sizes_met.setdefault(kind, {})
+        # images count whatever batches they come in
+        met = self._programs.sizes_met.setdefault(_bucket_signature(images, layout, batch=False), {})
         true_hw = tuple(images.shape[a] for a in spatial_axes(layout))
         how = met.get(true_hw)  # "exact", or how many images ran in canvases
         if how is None and sum(h == "exact" for h in met.values()) < EXACT_SIZES:
@@ -615,10 +615,11 @@ class Pipeline:
         return to_output(x, out_dtype), tuple(drawn)
 
 
-def _bucket_signature(images, layout) -> tuple:
-    """What images share size buckets by: layout, dtype and the shape but for the spatial sides."""
-    axes = spatial_axes(layout)
-    return layout, str(images.dtype), tuple(n for a, n in enumerate(images.shape) if a not in axes)
+def _bucket_signature(images, layout, *, batch=True) -> tuple:
+    """What images share size buckets by: layout, dtype and the shape but for the spatial
+    sides (``batch=False``: and for a batch's length)."""
+    left_out = set(spatial_axes(layout)) | ({0} if not batch and layout in BATCH_LAYOUTS else set())
+    return layout, str(images.dtype), tuple(n for a, n in enumerate(images.shape) if a not in left_out)
 
 
 def _zero_padded(array: np.ndarray, pads) -> np.ndarray:

@@ -92,10 +92,10 @@ class _Finish:
 
     def __init__(self, owner: "Recipe"):
         self.traces = 0  # counted while tracing: compilations
-        self.finish_sizes = set()  # the batch sizes the program was called with
+        self.sizes = set()  # the batch sizes the program was called with
         # on a concrete batch: the augmentation's own call, then this; written into a
         # dropped earlier result's buffer on NumPy input (imgproc.cpu.output_buffers)
-        self.finish_program = IntoBuffer(
+        self.program = IntoBuffer(
             owner._finish, static_argnames=("num_classes",),
             out_like=lambda x: jax.ShapeDtypeStruct(x.shape, owner.pipeline.output_dtype(x.dtype)))
 
@@ -226,10 +226,11 @@ class Recipe:
         # size compiled before, padded, instead of compiling one of its own: the padding
         # mixes with no image, so the first n results are those of the n images alone
         n = x.shape[0]
-        size = min((s for s in self._programs.finish_sizes if n <= s <= 2 * n), default=n) if isinstance(x, np.ndarray) else n
-        self._programs.finish_sizes.add(size)
+        finish = self._programs
+        size = min((s for s in finish.sizes if n <= s <= 2 * n), default=n) if isinstance(x, np.ndarray) else n
+        finish.sizes.add(size)
         if size == n:
-            return self._programs.finish_program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
+            return finish.program(x, labels, key, indices, np.int32(n), num_classes=num_classes)
 
         def padded(a):  # aligned, as the program's argument is read in place (a misaligned one compiled its own)
             a = np.asarray(a)
@@ -237,8 +238,8 @@ class Recipe:
             out[:n], out[n:] = a, 0
             return out
 
-        out = self._programs.finish_program(padded(x), None if labels is None else padded(labels), key,
-                                   None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
+        out = finish.program(padded(x), None if labels is None else padded(labels), key,
+                             None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
         return tuple(None if a is None else host_result(a)[:n] for a in out)
 
     def __call__(self, images, labels=None, *, key=None, indices=None, targets=None, num_classes=None):

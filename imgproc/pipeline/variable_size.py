@@ -9,7 +9,7 @@ each in its top-left corner, with its true height and width beside it
 (:func:`to_canvas`); the size-setting stage reads each image from the canvas with its true
 size as a traced value (its :class:`imgproc.core.registry.CanvasForm`), and every later
 stage runs on the fixed-size batch it makes. The canvas's sides are rounded up to four
-steps an octave (:func:`canvas_side`), so a dataset of any size distribution compiles one
+steps an octave (:func:`imgproc.core.arrays.canvas_side`), so a dataset of any size distribution compiles one
 program per batch size and canvas pair met, not one per image size. Image ``i`` of the result equals the pipeline run on that image alone at its exact
 size with the same key and index, bit for bit (the canvas forms compute with the same
 arithmetic; tests/pipeline/test_variable_size.py checks every size-setting op).
@@ -43,7 +43,7 @@ from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
 from imgproc.cpu import host_buffer
 
-__all__ = ["CanvasPlan", "CanvasShapes", "canvas_side", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
+__all__ = ["CanvasPlan", "CanvasShapes", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
            "plan", "run_plan", "to_canvas"]
 
 @dataclasses.dataclass(frozen=True)

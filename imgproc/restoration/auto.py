@@ -87,20 +87,14 @@ def _auto(image, max_value, sigma, sizes=None, *, layout, r, d, offset=None):
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
 
 
-def auto_reach(patch_size: int = 7, search_size: int = 21) -> int:
-    """The pixels around an image that ``auto`` reads: NL-means' padding (patch radius
-    plus twice the search radius), and at least 4 (the noise estimate's wavelet and the
-    3×3 median before it)."""
-    return max(patch_size // 2 + 2 * (search_size // 2), 4)
-
-
 @functools.partial(jax.jit, static_argnames=("offset",))
 def _choices(canvas, max_value, sizes, *, offset):
     return lax.map(lambda im: _decide(im[None], max_value, (sizes, offset))[:3], canvas)
 
 
 AUTO_BRANCHES = ("median3", "median5", "nl_means")  # auto_choice's names of _decide's branches
-CHOICE_BORDER = 4  # the reflected border _decide reads around an image on a canvas
+# the reflected border _decide reads around an image on a canvas: the wavelet's 3 and the median's 1
+DECIDE_BORDER = 4
 
 
 def auto_choice(image, *, max_value=None, layout=None):
@@ -116,7 +110,7 @@ def auto_choice(image, *, max_value=None, layout=None):
     mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
     x = np.asarray(to_nhwc(np.asarray(image, np.float32), layout))  # on the host: no program a size
     n, h, w, c = x.shape
-    b, side = CHOICE_BORDER, canvas_side(max(h, w) + 2 * CHOICE_BORDER)
+    b, side = DECIDE_BORDER, canvas_side(max(h, w) + 2 * DECIDE_BORDER)
     canvas = np.zeros((n, side, side, c), np.float32)
     canvas[:, :h + 2 * b, :w + 2 * b] = np.pad(x, ((0, 0), (b, b), (b, b), (0, 0)), mode="symmetric")  # scipy's reflect
     branch, sigma, frac = (np.asarray(v) for v in _choices(canvas, np.asarray(mv, np.float32),
@@ -157,12 +151,13 @@ def _denoise_on_canvas(image, true_hw, *, method="auto", sigma=None, max_value=N
 
 
 def _denoise_radius(options):
-    """The pixels a bucketed ``denoise`` reads around the image: ``auto``'s reach; None
-    (run at the exact size) for the other methods, whose noise estimate or iterations see
-    the whole image."""
+    """The pixels a bucketed ``denoise`` reads around the image: ``auto``'s, NL-means'
+    padding (patch radius plus twice the search radius) and at least the decision's
+    border; None (run at the exact size) for the other methods, whose noise estimate or
+    iterations see the whole image."""
     if options.get("method", "auto") != "auto":
         return None
-    return auto_reach(options.get("patch_size", 7), options.get("search_size", 21))
+    return max(options.get("patch_size", 7) // 2 + 2 * (options.get("search_size", 21) // 2), DECIDE_BORDER)
 
 
 def _denoise_bm3d(image, **options):

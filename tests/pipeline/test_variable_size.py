@@ -15,7 +15,7 @@ import pytest
 
 import imgproc
 from imgproc import recipes
-from imgproc.pipeline.variable_size import canvas_side
+from imgproc.core.arrays import canvas_side
 
 RNG = np.random.default_rng(42)
 SIZES = [(37, 50), (61, 29), (24, 24)]  # taller, wider, square; one smaller than most outputs

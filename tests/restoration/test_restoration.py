@@ -522,7 +522,7 @@ def test_auto_choice_runs_on_canvases_with_the_exact_numbers(rng, compilations):
               for x in (_noisy_set(rng, h, w) if min(h, w) > 4 else [rng.integers(0, 256, (h, w, 3), dtype=np.uint8)])]
     with compilations() as compiled:
         choices = [R.auto_choice(x) for x in images]
-    sides = {imgproc.core.arrays.canvas_side(max(h, w) + 2 * R.auto.CHOICE_BORDER) for h, w in sizes}
+    sides = {imgproc.core.arrays.canvas_side(max(h, w) + 2 * R.auto.DECIDE_BORDER) for h, w in sizes}
     assert len(compiled) == len(sides) == 3  # sides of 16, 48 and 56 pixels: one program each
     for x, got in zip(images, choices):
         branch, sigma, frac = exact(x[None].astype(np.float32), jnp.float32(255))
