@@ -113,8 +113,8 @@ class Pipeline:
             (``reach`` = the largest stage radius), each stage re-extends the image from
             its true size with its boundary mode (so results are exactly those of the
             unpadded image; a stage that reads the whole image, such as ``denoise``'s
-            noise estimate, reads the true image only: ``OpInfo.on_canvas``; ``denoise``
-            on float32 images is within 2 units in the last place) and the output is
+            noise estimate, reads the true image only: ``OpInfo.on_canvas``; NL-means on
+            float32 images is within a relative 3e-7) and the output is
             cropped back. The canvas is the image's size bucket (sides with
             ``reach`` on both ends, rounded up to a step of about 1/16 of the side), or
             the smallest canvas compiled before that holds it with at most twice its

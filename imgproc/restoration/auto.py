@@ -16,15 +16,16 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import canvas_side, from_nhwc, resolve_max, to_compute, to_nhwc, to_output
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
-from imgproc.core.validate import check_odd, check_per_image, is_traced
+from imgproc.core.validate import check_odd, check_per_image
 from imgproc.filters.linear import gaussian_blur, sharpen as sharpen_filter
 from imgproc.restoration.bilateral_filter import bilateral, bilateral_radius
 from imgproc.restoration.block_matching import bm3d
-from imgproc.restoration.common import prepare
+from imgproc.restoration.common import per_image, prepare
 from imgproc.restoration.median_filter import (IMPULSE_MAX_RESIDUAL, IMPULSE_MIN_FRACTION, impulse_mask, impulse_share,
                                                median, median_nhwc)
 from imgproc.restoration.noise_level import estimate_sigma, sigma_nhwc
-from imgproc.restoration.non_local_means import H_PER_SIGMA, nl_means, nl_means_nhwc
+from imgproc.restoration.non_local_means import (H_PER_SIGMA, nl_means_on_canvas, nl_means, nl_means_nhwc,
+                                                 nl_means_reach)
 from imgproc.restoration.total_variation import tv_chambolle
 
 __all__ = ["DENOISE_METHODS", "auto_choice", "denoise"]
@@ -143,21 +144,38 @@ def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=
 def _denoise_on_canvas(image, true_hw, *, method="auto", sigma=None, max_value=None, layout=None, **options):
     """``denoise`` in a size bucket's program (``OpInfo.on_canvas``): ``image`` a canvas
     holding the image at ``true_hw = (sizes, offset)`` with its border written around it
-    (:func:`_denoise_radius` pixels); the image's own result there, bit for bit. Only
-    ``auto`` runs in buckets (the radius of the others is None)."""
-    if method != "auto":
-        raise ValueError(f"denoise runs in size buckets with method='auto' only; got {method!r}")
-    return _denoise_auto(image, sigma=sigma, max_value=max_value, layout=layout, true_hw=true_hw, **options)
+    (:func:`_denoise_radius` pixels); the image's own result there, bit for bit on integer
+    images (float32: NL-means within a relative 3e-7). The noise estimates of ``auto``,
+    ``nl_means`` and ``bilateral`` read the image's own samples; ``median`` is local. The
+    other methods have no radius, so they never run on a canvas."""
+    if method == "auto":
+        return _denoise_auto(image, sigma=sigma, max_value=max_value, layout=layout, true_hw=true_hw, **options)
+    if method == "nl_means":
+        return nl_means_on_canvas(image, true_hw, sigma=sigma, layout=layout, **options)
+    if method == "bilateral":
+        return _denoise_bilateral(image, sigma=sigma, layout=layout, true_hw=true_hw, **options)
+    if method == "median":
+        return _denoise_median(image, sigma=sigma, layout=layout, **options)
+    raise ValueError(f"denoise runs in size buckets with method auto, nl_means, bilateral or median; "
+                     f"got {method!r}")
 
 
 def _denoise_radius(options):
-    """The pixels a bucketed ``denoise`` reads around the image: ``auto``'s, NL-means'
-    padding (patch radius plus twice the search radius) and at least the decision's
-    border; None (run at the exact size) for the other methods, whose noise estimate or
-    iterations see the whole image."""
-    if options.get("method", "auto") != "auto":
-        return None
-    return max(options.get("patch_size", 7) // 2 + 2 * (options.get("search_size", 21) // 2), DECIDE_BORDER)
+    """The pixels a bucketed ``denoise`` reads around the image: ``auto``'s (NL-means'
+    padding, at least the decision's border), ``nl_means``', ``bilateral``'s window
+    radius, ``median``'s; None (run at the exact size) for ``bm3d`` and ``tv``, whose
+    block grid or iterations see the whole image, and ``chapter``, two filters in one
+    stage (its pipeline, :func:`imgproc.pipeline.presets.denoise`, runs in buckets)."""
+    method = options.get("method", "auto")
+    if method == "auto":
+        return max(nl_means_reach(options), DECIDE_BORDER)
+    if method == "nl_means":
+        return nl_means_reach(options)
+    if method == "bilateral":
+        return bilateral_radius(options.get("sigma_spatial", 2.0), options.get("size"))
+    if method == "median":
+        return check_odd("size", options.get("size", 3)) // 2
+    return None
 
 
 def _denoise_bm3d(image, **options):
@@ -168,13 +186,15 @@ def _denoise_tv(image, *, sigma=None, **options):
     return tv_chambolle(image, **options)
 
 
-def _denoise_bilateral(image, *, sigma=None, sigma_color=None, sigma_spatial=2.0, **options):
+def _denoise_bilateral(image, *, sigma=None, sigma_color=None, sigma_spatial=2.0, true_hw=None, **options):
+    """``sigma_color = 2 * sigma`` per image (the estimate's when ``sigma`` is None;
+    ``true_hw``: a canvas, the estimate from the image's own samples)."""
     if sigma_color is None:
         check_per_image("sigma", sigma, allow_none=True)
         if sigma is None:
             image, layout = prepare(image, options.get("layout"))
-            sigma = estimate_sigma(image, layout=layout)
-            sigma = float(np.mean(np.asarray(sigma))) if not is_traced(sigma) else sigma
+            sigma = estimate_sigma(image, layout=layout) if true_hw is None else \
+                per_image(sigma_nhwc(to_nhwc(image.astype(jnp.float32), layout), true_hw), layout)
         sigma_color = jnp.maximum(2.0 * jnp.asarray(sigma, jnp.float32), 1e-6)
         options.setdefault("size", 2 * bilateral_radius(sigma_spatial, None) + 1)
     return bilateral(image, sigma_color=sigma_color, sigma_spatial=sigma_spatial, **options)

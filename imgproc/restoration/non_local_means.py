@@ -191,18 +191,37 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
 H_PER_SIGMA = 0.6
 
 
-@functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate"))
-def _nl_means(image, sigma, h, *, r, d, mode, layout, estimate):
+@functools.partial(jax.jit, static_argnames=("r", "d", "mode", "layout", "estimate", "offset"))
+def _nl_means(image, sigma, h, sizes=None, *, r, d, mode, layout, estimate, offset=None):
+    """``sizes``/``offset``: ``image`` is a size bucket's canvas holding the image of
+    traced sides ``sizes`` at ``(offset, offset)`` with ``r + 2 d`` pixels of its border
+    written around it (:func:`nl_means_reach`); the estimate reads the image's samples
+    only."""
     x = to_nhwc(image.astype(jnp.float32), layout)
     n = x.shape[0]
     if estimate:
-        sigma = sigma_nhwc(x)
+        sigma = sigma_nhwc(x, None if sizes is None else (sizes, offset))
         h = H_PER_SIGMA * sigma
     else:
         sigma = per_image_scalar(sigma, n)
         h = per_image_scalar(h, n)
     y = nl_means_nhwc(x, sigma, h, r=r, d=d, mode=mode)
     return to_output(from_nhwc(y, layout, image.shape), image.dtype)
+
+
+def _nl_means_args(sigma, h, patch_size, search_size):
+    """The checked options as ``_nl_means`` takes them: ``(sigma, h, r, d, estimate)``."""
+    patch_size = check_odd("patch_size", patch_size, high=51)
+    search_size = check_odd("search_size", search_size, high=51)
+    check_per_image("sigma", sigma, allow_none=True)
+    check_per_image("h", h, allow_none=True)
+    estimate = sigma is None and h is None
+    if not estimate:
+        if sigma is None:
+            sigma = 0.0
+        if h is None:
+            h = H_PER_SIGMA * jnp.asarray(sigma, jnp.float32)
+    return sigma, h, patch_size // 2, search_size // 2, estimate
 
 
 @callers_type
@@ -249,24 +268,35 @@ def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="r
         >>> bool(np.abs(out - clean).std() < 0.03)
         True
     """
-    patch_size = check_odd("patch_size", patch_size, high=51)
-    search_size = check_odd("search_size", search_size, high=51)
-    check_per_image("sigma", sigma, allow_none=True)
-    check_per_image("h", h, allow_none=True)
+    sigma, h, r, d, estimate = _nl_means_args(sigma, h, patch_size, search_size)
     image, layout = prepare(image, layout, mode)
-    estimate = sigma is None and h is None
-    if not estimate:
-        if sigma is None:
-            sigma = 0.0
-        if h is None:
-            h = H_PER_SIGMA * jnp.asarray(sigma, jnp.float32)
-    return _nl_means(image, sigma, h, r=patch_size // 2, d=search_size // 2, mode=mode, layout=layout,
-                     estimate=estimate)
+    return _nl_means(image, sigma, h, r=r, d=d, mode=mode, layout=layout, estimate=estimate)
 
 
-# Without sigma and h it estimates the noise from the whole image: registered without a
-# radius, so a pipeline runs it at the image's exact size, never in padded size buckets.
+def nl_means_reach(options) -> int:
+    """The pixels ``nl_means`` reads around the image for ``options``: the patch radius
+    plus twice the search radius (its distance maps cover the image extended by the
+    search radius)."""
+    return check_odd("patch_size", options.get("patch_size", 7), high=51) // 2 \
+        + 2 * (check_odd("search_size", options.get("search_size", 21), high=51) // 2)
+
+
+def nl_means_on_canvas(image, true_hw, *, sigma=None, h=None, patch_size=7, search_size=21, mode="reflect",
+                        max_value=None, layout=None):
+    """``nl_means`` in a size bucket's program (``OpInfo.on_canvas``): ``image`` a float32
+    canvas holding the image at ``true_hw = (sizes, offset)`` with
+    :func:`nl_means_reach` pixels of its border written around it; the noise estimate
+    (without ``sigma`` and ``h``) reads the image's own samples, so the result is the
+    image's own (bit for bit on integer images; float32 within a relative 3e-7, where XLA
+    orders the sums otherwise for another row length)."""
+    sigma, h, r, d, estimate = _nl_means_args(sigma, h, patch_size, search_size)
+    sizes, offset = true_hw
+    return _nl_means(image, sigma, h, sizes, r=r, d=d, mode=mode, layout=layout, estimate=estimate, offset=offset)
+
+
+# Without sigma and h it estimates the noise from the whole image: in a size bucket it runs
+# its canvas form, whose estimate reads the image's own samples.
 OPS = (
-    OpInfo("nl_means", nl_means, checks=MODE_CHECK),
+    OpInfo("nl_means", nl_means, checks=MODE_CHECK, radius=nl_means_reach, on_canvas=nl_means_on_canvas),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -226,9 +226,9 @@ def test_auto_buckets_run_the_first_two_sizes_exactly(monkeypatch):
 def test_the_command_builds_auto_bucketed_pipelines():
     from imgproc.cli._denoise import build
 
-    for method in ("chapter", "median", "auto"):  # auto's noise estimate has a canvas form
+    for method in ("chapter", "median", "auto", "nl-means", "bilateral"):  # the noise estimates have canvas forms
         assert build(method).bucket == "auto", method
-    for method in ("nl-means", "bm3d", "tv", "bilateral"):  # they read the whole image: exact sizes
+    for method in ("bm3d", "tv"):  # their block grid, their iterations: exact sizes
         assert build(method).bucket is False, method
 
 

@@ -17,7 +17,7 @@ import scipy.ndimage as ndi
 import skimage.restoration as skr
 
 import imgproc
-from imgproc import restoration as R
+from imgproc import presets, restoration as R
 from imgproc.restoration import bilateral_filter, non_local_means, total_variation
 from imgproc.restoration.median_filter import IMPULSE_MIN_FRACTION, median_network
 from imgproc.restoration.noise_level import sigma_nhwc
@@ -506,9 +506,67 @@ def test_denoise_auto_runs_in_size_buckets_with_the_exact_pixels(layout, rng):
             else:
                 np.testing.assert_array_max_ulp(got, want, maxulp=2)
     assert bucketed.trace_count < 2 * len(sizes)  # two dtypes: (37, 41) and (39, 40) share a canvas
-    # other methods read the whole image (their estimate, TV's iterations): exact sizes
-    for method in ("nl_means", "bm3d", "tv", "bilateral", "median", "chapter"):
+
+
+BUCKETED_DENOISERS = [
+    pytest.param([{"op": "nl_means", "patch_size": 3, "search_size": 5}], 5, id="nl_means-estimated"),
+    pytest.param([{"op": "nl_means", "sigma": 12.0, "patch_size": 3, "search_size": 5, "mode": "nearest"}], 5,
+                 id="nl_means-sigma-nearest"),
+    pytest.param([{"op": "denoise", "method": "nl_means", "patch_size": 3, "search_size": 5}], 5,
+                 id="denoise-nl_means"),
+    pytest.param([{"op": "denoise", "method": "bilateral"}], 3, id="denoise-bilateral-estimated"),
+    pytest.param([{"op": "denoise", "method": "bilateral", "sigma": 9.0, "mode": "wrap", "size": 3}], 1,
+                 id="denoise-bilateral-wrap"),
+    pytest.param([{"op": "denoise", "method": "median", "size": 5, "mode": "constant"}], 2,
+                 id="denoise-median-constant"),
+]
+
+
+@pytest.mark.parametrize("layout", ["HWC", "NCHW"])
+@pytest.mark.parametrize("spec, reach", BUCKETED_DENOISERS)
+def test_the_other_denoisers_run_in_size_buckets_with_the_exact_pixels(spec, reach, layout, rng):
+    """``imgproc denoise --method nl-means`` (or bilateral) on a folder of photos of 20
+    sizes compiled 20 programs: NL-means and the bilateral filter estimate the noise from
+    the whole image, and ran at each exact size. In a canvas they estimate from the image's
+    own samples (as ``auto`` does): uint8 bit for bit, float32 within a relative 3e-7 (XLA
+    orders NL-means' sums by the row length: up to 3 units in the last place here), in
+    every boundary mode; a few programs for many sizes."""
+    exact = imgproc.Pipeline(spec, layout=layout)
+    bucketed = imgproc.Pipeline(spec, layout=layout, bucket=True)
+    assert bucketed.bucket is True and bucketed.radii == (reach,)
+    sizes = [(37, 41), (40, 33), (9, 12), (39, 40)]
+    for h, w in sizes:
+        gauss, sp, _ = _noisy_set(rng, h, w)
+        for x in (gauss, sp, gauss.astype(np.float32) / 255):
+            if layout == "NCHW":
+                x = np.moveaxis(np.stack([x, x[::-1]]), -1, 1)
+            got, want = bucketed(x), np.asarray(exact(x))
+            if x.dtype == np.uint8:
+                np.testing.assert_array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
+    assert bucketed.trace_count < 2 * len(sizes)
+
+
+def test_denoisers_that_see_the_whole_image_run_at_the_exact_size():
+    """BM3D's block grid and TV's iterations depend on the whole image, and ``chapter`` is
+    two filters in one stage (its two-stage pipeline, ``presets.denoise``, buckets): these
+    run at the exact size even with ``bucket=True``."""
+    for method in ("bm3d", "tv", "chapter"):
         assert imgproc.Pipeline([{"op": "denoise", "method": method}], bucket=True).bucket is False
+    for op in ("bm3d", "tv_chambolle"):
+        assert imgproc.Pipeline([{"op": op}], bucket=True).bucket is False
+    assert presets.denoise(bucket=True).bucket is True
+
+
+def test_eager_denoise_estimates_each_image_of_a_batch_alone(rng):
+    """``denoise(batch, method="bilateral")`` without ``sigma`` gave every image of an eager
+    batch the batch's mean noise estimate (a pipeline gave each its own): a quiet image
+    beside a noisy one was smoothed as if noisy."""
+    quiet, noisy = (np.clip(128 + s * rng.standard_normal((24, 30, 3)), 0, 255).astype(np.uint8) for s in (4, 40))
+    batch = np.asarray(imgproc.denoise(np.stack([quiet, noisy]), method="bilateral"))
+    for got, x in zip(batch, (quiet, noisy)):
+        np.testing.assert_array_equal(got, np.asarray(imgproc.denoise(x, method="bilateral")))
 
 
 def test_auto_choice_runs_on_canvases_with_the_exact_numbers(rng, compilations):
