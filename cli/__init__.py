@@ -129,7 +129,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
     opts = ctx.obj = dataclasses.replace(ctx.obj, work_bytes_per_value=DENOISE_WORK_BYTES)  # --max-memory's estimate
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:
-        pipe = _denoise.Verbose(pipe, method, opts.log_format)
+        pipe = _denoise.Verbose(pipe, method, opts.log_format, noise_sigma)
     ctx.exit(_run(pipe, opts))
 
 

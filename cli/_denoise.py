@@ -46,11 +46,13 @@ class Verbose:
     and the paths of its images before running it, which prints one line per file on
     stderr with the noise estimate, the impulse fraction and the method used (by its
     ``--method`` name), as text or, with ``log_format="json"``, as one JSON object
-    (``{"event": "estimate", "path", "noise_sigma", "impulses", "method"}``), under the
-    lock that keeps lines out of a decoder's capture of fd 2 (as the run's report does)."""
+    (``{"event": "estimate", "path", "noise_sigma", "impulses", "method"}``, with
+    ``"given_sigma"`` when ``--noise-sigma`` replaces the estimate), under the lock that
+    keeps lines out of a decoder's capture of fd 2 (as the run's report does)."""
 
-    def __init__(self, pipeline, method, log_format="text"):
+    def __init__(self, pipeline, method, log_format="text", noise_sigma=None):
         self.pipeline, self.method, self.json = pipeline, method, log_format == "json"
+        self.given = None if noise_sigma is None else float(noise_sigma)
 
     def describe(self, images, names):
         import json
@@ -62,10 +64,13 @@ class Verbose:
         for name, (choice, sigma, frac) in zip(names, auto_choice(arr, layout="NHWC")):
             picked = choice.replace("_", "-") if self.method == "auto" else self.method
             if self.json:
-                line = json.dumps({"event": "estimate", "path": name, "noise_sigma": round(float(sigma), 4),
+                given = {} if self.given is None else {"given_sigma": self.given}
+                line = json.dumps({"event": "estimate", "path": name, "noise_sigma": round(float(sigma), 4), **given,
                                    "impulses": round(float(frac), 6), "method": picked})
             else:
-                line = f"{name}: noise sigma {sigma:.2f}, impulses {100 * frac:.2f}%, method {picked}"
+                noise = f"noise sigma {sigma:.2f}" if self.given is None else \
+                    f"noise sigma {self.given:.2f} given (estimated {sigma:.2f})"
+                line = f"{name}: {noise}, impulses {100 * frac:.2f}%, method {picked}"
             with LOCK:
                 click.echo(line, err=True)
 

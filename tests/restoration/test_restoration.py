@@ -749,8 +749,14 @@ def test_cli_denoise_methods(tmp_path, rng):
     np.testing.assert_array_equal(imgproc.load_image(tmp_path / "med.png"), np.asarray(imgproc.median(noisy, size=5)))
     code, _ = _cli("denoise", src, tmp_path / "ch.png", "--method", "chapter")
     np.testing.assert_array_equal(imgproc.load_image(tmp_path / "ch.png"), np.asarray(imgproc.presets.denoise()(noisy)))
-    code, _ = _cli("denoise", src, tmp_path / "nl.png", "--method", "nl-means", "--noise-sigma", "15")
-    assert code == 0
+    code, err = _cli("denoise", src, tmp_path / "nl.png", "--method", "nl-means", "--noise-sigma", "15", "--verbose")
+    # the sigma used, and the estimate it replaced (it printed the estimate alone, as if used)
+    estimate = float(imgproc.estimate_sigma(noisy))
+    assert code == 0 and f"noise sigma 15.00 given (estimated {estimate:.2f})" in err and "method nl-means" in err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "nl.png"),
+                                  np.asarray(imgproc.nl_means(noisy, sigma=15.0)))
+    code, err = _cli("denoise", src, tmp_path / "nl2.png", "--noise-sigma", "15", "--verbose", "--log-format", "json")
+    assert code == 0 and json.loads(err.splitlines()[0])["given_sigma"] == 15.0
     assert _cli("denoise", src, tmp_path / "x.png", "--method", "wiener")[0] == 2
     assert _cli("denoise", src, tmp_path / "x.png", "--noise-sigma", "-1")[0] == 2
     assert _cli("denoise", src, tmp_path / "auto.png")[0] == 73  # exists without --overwrite
