@@ -496,15 +496,27 @@ def test_denoise_auto_runs_in_size_buckets_with_the_exact_pixels(layout, rng):
     relative 3e-7 (NL-means' multiply-adds contract differently with the row length: up to
     4 units in the last place here); sizes that fit a canvas met before share its
     program."""
-    spec = [{"op": "denoise", "patch_size": 3, "search_size": 5}]
-    exact = imgproc.Pipeline(spec, layout=layout)
-    bucketed = imgproc.Pipeline(spec, layout=layout, bucket=True)
-    assert bucketed.bucket is True and bucketed.radii == (5,)
-    sizes = [(37, 41), (40, 33), (9, 12), (39, 40)]
-    for h, w in sizes:
+    def images(h, w):
         images = _noisy_set(rng, h, w)
         assert [c[0] for c in R.auto_choice(np.stack(images))] == ["nl_means", "median3", "median5"]
-        for x in (*images, images[0].astype(np.float32) / 255):
+        return (*images, images[0].astype(np.float32) / 255)
+
+    _bucketed_equals_exact([{"op": "denoise", "patch_size": 3, "search_size": 5}], 5, layout, images)
+
+
+BUCKET_SIZES = [(37, 41), (40, 33), (9, 12), (39, 40)]
+
+
+def _bucketed_equals_exact(spec, reach, layout, images):
+    """``spec`` with ``bucket=True`` against its exact-size pipeline on ``images(h, w)`` at
+    each of :data:`BUCKET_SIZES` (in ``layout``: NCHW a batch of two): uint8 bit for bit,
+    float32 within a relative 3e-7; fewer programs than sizes and dtypes ((37, 41) and
+    (39, 40) share a canvas)."""
+    exact = imgproc.Pipeline(spec, layout=layout)
+    bucketed = imgproc.Pipeline(spec, layout=layout, bucket=True)
+    assert bucketed.bucket is True and bucketed.radii == (reach,)
+    for h, w in BUCKET_SIZES:
+        for x in images(h, w):
             if layout == "NCHW":
                 x = np.moveaxis(np.stack([x, x[::-1]]), -1, 1)
             got, want = bucketed(x), np.asarray(exact(x))
@@ -512,7 +524,7 @@ def test_denoise_auto_runs_in_size_buckets_with_the_exact_pixels(layout, rng):
                 np.testing.assert_array_equal(got, want)
             else:
                 np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
-    assert bucketed.trace_count < 2 * len(sizes)  # two dtypes: (37, 41) and (39, 40) share a canvas
+    assert bucketed.trace_count < 2 * len(BUCKET_SIZES)
 
 
 BUCKETED_DENOISERS = [
@@ -538,21 +550,11 @@ def test_the_other_denoisers_run_in_size_buckets_with_the_exact_pixels(spec, rea
     own samples (as ``auto`` does): uint8 bit for bit, float32 within a relative 3e-7 (XLA
     orders NL-means' sums by the row length: up to 3 units in the last place here), in
     every boundary mode; a few programs for many sizes."""
-    exact = imgproc.Pipeline(spec, layout=layout)
-    bucketed = imgproc.Pipeline(spec, layout=layout, bucket=True)
-    assert bucketed.bucket is True and bucketed.radii == (reach,)
-    sizes = [(37, 41), (40, 33), (9, 12), (39, 40)]
-    for h, w in sizes:
+    def images(h, w):
         gauss, sp, _ = _noisy_set(rng, h, w)
-        for x in (gauss, sp, gauss.astype(np.float32) / 255):
-            if layout == "NCHW":
-                x = np.moveaxis(np.stack([x, x[::-1]]), -1, 1)
-            got, want = bucketed(x), np.asarray(exact(x))
-            if x.dtype == np.uint8:
-                np.testing.assert_array_equal(got, want)
-            else:
-                np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
-    assert bucketed.trace_count < 2 * len(sizes)
+        return gauss, sp, gauss.astype(np.float32) / 255
+
+    _bucketed_equals_exact(spec, reach, layout, images)
 
 
 def test_denoisers_that_see_the_whole_image_run_at_the_exact_size():
