@@ -24,7 +24,7 @@ from imgproc.restoration.common import per_image, prepare
 from imgproc.restoration.median_filter import (IMPULSE_MAX_RESIDUAL, IMPULSE_MIN_FRACTION, impulse_mask, impulse_share,
                                                median, median_nhwc)
 from imgproc.restoration.noise_level import estimate_sigma, sigma_nhwc
-from imgproc.restoration.non_local_means import (H_PER_SIGMA, nl_means_on_canvas, nl_means, nl_means_nhwc,
+from imgproc.restoration.non_local_means import (H_PER_SIGMA, nl_means, nl_means_nhwc, nl_means_on_canvas,
                                                  nl_means_reach)
 from imgproc.restoration.total_variation import tv_chambolle
 

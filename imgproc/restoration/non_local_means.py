@@ -237,8 +237,9 @@ def nl_means(image, *, sigma=None, h=None, patch_size=7, search_size=21, mode="r
     ``d(p, p+t)`` is the mean over a ``patch_size``×``patch_size`` patch and the channels of
     the squared difference of the image and its shifted copy (a box filter); the weight is
     ``exp(-e)``, ``e = max(d - 2σ², 0) / h²``, dropped when ``e`` exceeds 5 and tapered
-    smoothly to 0 over ``e`` in [4, 5] (:func:`weight_exponent`), so that it has no step (differentiable in the
-    image, ``h`` and ``sigma``); the result is the weighted mean of the shifted pixels.
+    smoothly to 0 over ``e`` in [4, 5] (:func:`weight_exponent`), so that it has no step
+    (differentiable in the image, ``h`` and ``sigma``); the result is the weighted mean of
+    the shifted pixels.
     This is the definition of (but for that taper, within about 1e-3 of it on noisy
     images)
     ``skimage.restoration.denoise_nl_means(fast_mode=True, patch_size=patch_size,
