@@ -265,8 +265,9 @@ def _check_denoise_method(method):
     return method
 
 
-# denoise estimates the noise from the whole image: in a size bucket (method "auto" only)
-# it runs its canvas form, which estimates it from the image's own samples.
+# denoise estimates the noise from the whole image: in a size bucket (methods auto,
+# nl_means, bilateral and median: _denoise_radius) it runs its canvas form, which
+# estimates it from the image's own samples.
 OPS = (
     OpInfo("denoise", denoise, checks={"method": _check_denoise_method}, radius=_denoise_radius,
            on_canvas=_denoise_on_canvas),

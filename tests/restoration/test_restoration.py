@@ -549,7 +549,7 @@ def test_the_other_denoisers_run_in_size_buckets_with_the_exact_pixels(spec, rea
     the whole image, and ran at each exact size. In a canvas they estimate from the image's
     own samples (as ``auto`` does): uint8 bit for bit, float32 within a relative 3e-7 (XLA
     orders NL-means' sums by the row length: up to 3 units in the last place here), in
-    every boundary mode; a few programs for many sizes."""
+    the reflect, nearest, wrap and constant modes; a few programs for many sizes."""
     def images(h, w):
         gauss, sp, _ = _noisy_set(rng, h, w)
         return gauss, sp, gauss.astype(np.float32) / 255
