@@ -18,7 +18,11 @@ the same table. Everything is timed in one run, on one batch:
   kernel.
 * **Augmentation**: the pipeline of ``benchmarks/augment.py`` (256 uint8 images 224×224×3)
   with each ``random_choice`` strategy, fed from host memory (as a loader does) and from
-  device memory, to pick the GPU default.
+  device memory, to pick the GPU default; and the default strategy fed from host memory
+  through ``imgproc.prefetch_to_device`` (uploaded ahead, output on the device).
+* **The ImageNet training recipe** on the same batch: from device memory, NumPy in and
+  out, and through ``prefetch_to_device`` (issue 43's target: host input at least half
+  the device input's images/s).
 
 Timed with benchmarks/harness.py: the rows of a group in turns, each sample ``calls`` calls
 issued back to back (asynchronously, as a training loop does) and one synchronisation, so
@@ -134,6 +138,51 @@ def augment_benchmarks(n, calls, repeats):
             cases.append(Case(f"imgproc_{strategy}_{where}", f"imgproc strategy={strategy}{default}, batch from {where} memory",
                               lambda pipe=pipe, batch=batch, draws=draws: pipe(batch, key=jax.random.fold_in(key, next(draws))),
                               images=n))
+        if strategy == imgproc.default_strategy():  # the fast path for host input: uploaded ahead, output on the device
+            uploaded = imgproc.prefetch_to_device(_host_batches(images))
+            draws = itertools.count()
+            cases.append(Case(f"imgproc_{strategy}_host_prefetch", f"imgproc strategy={strategy}{default}, batch from "
+                              "host memory via prefetch_to_device, output on the device",
+                              lambda pipe=pipe, draws=draws: pipe(next(uploaded), key=jax.random.fold_in(key, next(draws))),
+                              images=n))
+    return [group], time_group(group.id, cases, repeats, calls=calls)
+
+
+def _host_batches(first):
+    """An endless loader of NumPy batches like ``first`` (four distinct arrays in turn, so
+    every item is a real upload)."""
+    batches = [first] + [np.roll(first, k, axis=0) for k in (1, 2, 3)]
+    return itertools.cycle(batches)
+
+
+def recipe_benchmarks(n, calls, repeats):
+    """The ImageNet training recipe (issue 43's host-input target): the batch on the device,
+    NumPy in and out, and NumPy batches uploaded ahead by prefetch_to_device with the
+    output left on the device (what a training loop fed from host memory does)."""
+    import jax
+
+    import imgproc
+
+    images = np.random.default_rng(0).integers(0, 256, (n, 224, 224, 3), dtype=np.uint8)
+    labels = np.arange(n) % 1000
+    recipe = imgproc.recipes.imagenet_train()
+    group = Group("gpu_recipe", f"ImageNet training recipe, {n} uint8 images 224x224x3, float32 out")
+    draws = itertools.count()
+    on_device, device_labels = jax.device_put(images), jax.device_put(labels)
+    uploaded = imgproc.prefetch_to_device(zip(_host_batches(images), itertools.repeat(labels)))
+
+    def from_host_ahead():
+        x, y = next(uploaded)
+        return recipe(x, y, key=next(draws), num_classes=1000)["images"]
+
+    cases = [
+        Case("imgproc_device", "batch from device memory (jax.Array in and out)",
+             lambda: recipe(on_device, device_labels, key=next(draws), num_classes=1000)["images"], images=n),
+        Case("imgproc_host", "batch from host memory, NumPy in and NumPy out",
+             lambda: recipe(images, labels, key=next(draws), num_classes=1000)["images"], images=n),
+        Case("imgproc_host_prefetch", "batch from host memory via prefetch_to_device (uploaded ahead), output on the "
+             "device", from_host_ahead, images=n),
+    ]
     return [group], time_group(group.id, cases, repeats, calls=calls)
 
 
@@ -161,8 +210,9 @@ def main():
 
         _pallas.TILE_ROWS, _pallas.TILE_COLS = (int(v) for v in args.pallas_tile.split("x"))
     groups, rows, failed = filter_benchmarks(n, calls, repeats)
-    more_groups, more_rows = augment_benchmarks(n, augment_calls, repeats)
-    groups, rows = groups + more_groups, rows + more_rows
+    for more in (augment_benchmarks, recipe_benchmarks):
+        more_groups, more_rows = more(n, augment_calls, repeats)
+        groups, rows = groups + more_groups, rows + more_rows
     text = (
         f"## GPU: {jax.devices()[0].device_kind} (`make bench-gpu`, {datetime.date.today().isoformat()})\n\n"
         f"jax {jax.__version__}" + (f", torch {torch.__version__}" if torch else ", torch not installed")
@@ -170,7 +220,8 @@ def main():
         f" median of {repeats} rounds after a warm-up call, the rows of a group in turns. Augmentation \"batch from"
         " device memory\": a jax.Array in and out, the output left on the device (as a training step uses it);"
         " \"batch from host memory\": NumPy in and NumPy out (imgproc returns the caller's array type), so the row"
-        " includes the upload and the download into pageable host memory.\n\n"
+        " includes the upload and the download into pageable host memory; \"via prefetch_to_device\": NumPy batches"
+        " uploaded ahead in a thread while the calls before run, the output left on the device.\n\n"
         + (f"Pallas output tile: {_pallas_tile()}.\n\n")
         + "".join(f"Not timed (did not run on this device): {f}\n\n" for f in failed)
         + tables(groups, rows, heading="###") + "\n"

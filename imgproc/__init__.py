@@ -52,7 +52,9 @@ _NAMES = {
     "imgproc.augment.size": ("RESIZE_METHODS",),
     "imgproc.augment.warp": ("INTERPOLATIONS",),
     "imgproc.pipeline.pipeline": ("Pipeline",),
+    "imgproc.pipeline.prefetch": ("prefetch_to_device",),
     "imgproc.pipeline.sharding": ("global_batch", "shard_batch"),
+    "imgproc.pipeline.variable_size": ("pad_images",),
 }
 
 # Public submodules: imgproc.NAME.

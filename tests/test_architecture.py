@@ -179,6 +179,7 @@ NOT_STAGES = {
     "hsv_to_rgb": "a colour-space conversion (HSV in)", "ssim": "metric",
     "estimate_sigma": "returns the noise level, not an image", "impulse_fraction": "returns a fraction, not an image",
     "shard_batch": "device placement", "global_batch": "device placement",
+    "prefetch_to_device": "device placement (an iterator of batches)", "pad_images": "pads a list into one batch",
     "mixup": "a batch op on images and labels", "cutmix": "a batch op on images and labels",
     "mix_batch": "a batch op on images and labels", "rgb_to_ycbcr": "a colour-space conversion (YCbCr out)",
     "ycbcr_to_rgb": "a colour-space conversion (YCbCr in)", "rgb_to_lab": "a colour-space conversion (Lab out)",

@@ -370,13 +370,18 @@ class Pipeline:
         squeeze = False
         if sizes is None:
             one = variable_size.per_image_layout(self.layout, images[0].ndim)
-            host = not any(isinstance(x, jax.Array) for x in images)
+            traced = any(is_traced(x) for x in images)
             # a replay keeps its own canvas (its parameters are one per image)
-            canvas, true_hw = variable_size.to_canvas([np.asarray(x) if host else x for x in images], one,
-                                                      xp=np if host else jnp,
+            canvas, true_hw = variable_size.to_canvas(images if traced else [np.asarray(x) for x in images], one,
+                                                      xp=jnp if traced else np,
                                                       shapes=self._programs.canvas_shapes if params is None else None,
                                                       slot_multiple=execution.part_count(
                                                           len(images), loops=default_strategy() == "map"))
+            on_device = next((x for x in images if isinstance(x, jax.Array)), None)
+            if on_device is not None and not traced:
+                # device images are padded on the host too (on the device, padding each size is a program
+                # of its own) and the canvas goes back to their device: the result is a jax.Array there
+                canvas = jax.device_put(canvas, min(on_device.devices(), key=lambda d: d.id))
             layout, squeeze = ("NCHW" if one == "CHW" else "NHWC"), one == "HW"
             if targets is not None:
                 targets, restore = variable_size.list_targets(

@@ -242,7 +242,7 @@ class Recipe:
                              None if indices is None else padded(indices), np.int32(n), num_classes=num_classes)
         return tuple(None if a is None else host_result(a)[:n] for a in out)
 
-    def __call__(self, images, labels=None, *, key=None, indices=None, targets=None, num_classes=None):
+    def __call__(self, images, labels=None, *, key=None, indices=None, targets=None, num_classes=None, sizes=None):
         """Run the recipe on a batch ``images`` (NHWC, uint8 for the shipped recipes), or on
         a list of images of different sizes (HWC), as a dataset's decoded images come:
         the pipeline's first stage sets the output size (the shipped classification
@@ -262,6 +262,11 @@ class Recipe:
             targets: for a recipe that lists target kinds: ``{"boxes", "box_valid",
                 "masks", "keypoints", "keypoint_valid"}`` as a pipeline takes them (with a
                 list of images, a list of one such dict per image).
+            sizes: the padded form of a list (:func:`imgproc.pad_images`): ``images`` one
+                ``(N, H, W, C)`` batch holding image ``i`` in the top-left of
+                ``images[i]``, ``sizes`` its ``(height, width)`` per image, ``(N, 2)``
+                integers; the same result as the list (``targets``: one batched dict,
+                masks padded as the images).
 
         Returns:
             ``{"images": (B, h, w, C) array, "labels": (B, K) float32 (when given),
@@ -272,29 +277,35 @@ class Recipe:
             # compiling (imgproc.core.program_cache; IMGPROC_CACHE_DIR=off turns it off)
             enable_compilation_cache()
             self._cache_on = True
-        if is_image_list(images):
-            return self._call_list(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes)
+        if sizes is not None or is_image_list(images):
+            return self._call_list(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes,
+                                   sizes=sizes)
         return self._call_batch(images, labels, key=key, indices=indices, targets=targets, num_classes=num_classes)
 
-    def _call_list(self, images, labels, *, key, indices, targets, num_classes):
-        """A list of images: the augmentation makes one batch of them (and moves their
-        targets: a list of one dict per image, one per image back), then the rest as for
-        a batch (the caller's array type: the augmentation's)."""
+    def _call_list(self, images, labels, *, key, indices, targets, num_classes, sizes):
+        """A list of images (or its padded form, ``sizes``): the augmentation makes one
+        batch of them (and moves their targets: a list of one dict per image, one per image
+        back; one batched dict with ``sizes``), then the rest as for a batch (the caller's
+        array type: the augmentation's)."""
         key = self._key(key)
-        if targets is not None:
+        count = len(images) if sizes is None else np.shape(images)[0]
+        if targets is not None and sizes is not None:
+            self._check_target_keys(targets)
+        elif targets is not None:
             if not isinstance(targets, (list, tuple)):
                 raise ValueError(f"with a list of images, targets is a list of one dict per image ({len(images)} "
                                  f"dicts); got {type(targets).__name__}")
             for t in targets:
                 self._check_target_keys(t)
         if self.mix is not None and labels is not None:
-            _check_labels(labels, len(images), num_classes)
+            _check_labels(labels, count, num_classes)
             if indices is None:
-                indices = np.arange(len(images))
+                indices = np.arange(count)
         if targets is None:
-            x = self._augment(images, key=key, indices=indices)
+            x = self._augment(images, key=key, indices=indices, sizes=sizes)
         else:
-            x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area)
+            x, moved = self._augment(images, key=key, indices=indices, targets=targets, min_box_area=self.min_box_area,
+                                     sizes=sizes)
         out = self._call_batch(x, labels, key=key, indices=indices, targets=None, num_classes=num_classes,
                                augmented=True)
         if targets is not None:

@@ -43,8 +43,8 @@ from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
 from imgproc.core.validate import LAYOUT_NDIM
 from imgproc.cpu import host_buffer
 
-__all__ = ["CanvasPlan", "CanvasShapes", "check_fits", "is_image_list", "list_targets", "move_first", "per_image_layout",
-           "plan", "run_plan", "to_canvas"]
+__all__ = ["CanvasPlan", "CanvasShapes", "check_fits", "is_image_list", "list_targets", "move_first", "pad_images",
+           "per_image_layout", "plan", "run_plan", "to_canvas"]
 
 @dataclasses.dataclass(frozen=True)
 class CanvasPlan:
@@ -132,7 +132,7 @@ def per_image_layout(layout, ndim: int) -> str:
     return "HWC"
 
 
-def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
+def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_padding=False):
     """Pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC or
     CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW`` for
     CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]`` (the padding
@@ -142,7 +142,8 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
     ``xp``: ``numpy`` for host images, ``jax.numpy`` for device ones. ``shapes``: a
     :class:`CanvasShapes` (host images only) that may choose a larger canvas, one already
     compiled: its slots beyond ``len(images)`` hold zero images of the canvas's size
-    (``slot_multiple``: :meth:`CanvasShapes.choose`'s ``multiple``)."""
+    (``slot_multiple``: :meth:`CanvasShapes.choose`'s ``multiple``). ``zero_padding``: a
+    host canvas of integer images zeroed around them too (:func:`pad_images`)."""
     first = images[0]
     for i, x in enumerate(images):
         if x.dtype != first.dtype:
@@ -174,7 +175,7 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
         a, b = hw_axes
         for i, p in enumerate(planes):
             canvas[(i,) + tuple(slice(0, n) for n in p.shape)] = p
-            if np.issubdtype(first.dtype, np.floating):
+            if zero_padding or np.issubdtype(first.dtype, np.floating):
                 _zero_around(canvas[i], p.shape, a, b)
         canvas[len(planes):] = 0  # slots of a larger canvas chosen (shapes)
     else:
@@ -182,15 +183,52 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1):
     return canvas, true_hw
 
 
+def pad_images(images, *, layout=None):
+    """The padded form of a list of images of different sizes: ``(canvas, sizes)``, to
+    give a pipeline or recipe as ``pipe(canvas, key=k, sizes=sizes)`` where the list would
+    go, with the same result. For a loader that uploads its batches ahead
+    (:func:`imgproc.prefetch_to_device`: one array is one upload) or a ``jax.jit`` step
+    that takes a fixed-shape batch.
+
+    Args:
+        images: a list (or tuple) of NumPy images of one dtype and channel count, HW or
+            HWC, or CHW with ``layout="CHW"``.
+        layout: ``None``/``"HWC"`` (HW images are taken as one channel) or ``"CHW"``.
+
+    Returns:
+        ``canvas``: ``(N, H, W, C)`` (``(N, C, H, W)`` for CHW; ``C = 1`` for HW images) in
+        the images' dtype, image ``i`` in the top-left corner of ``canvas[i]`` and zero
+        around it; ``H`` and ``W`` are the largest height and width rounded up to four
+        steps an octave (:func:`imgproc.core.arrays.canvas_side`: at most 25 % more), so a
+        dataset's batches fall in a few canvas shapes and compile a few programs.
+        ``sizes``: ``(N, 2)`` int32, each image's ``(height, width)``.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> canvas, sizes = imgproc.pad_images([np.ones((75, 100, 3), np.uint8), np.ones((96, 64, 3), np.uint8)])
+        >>> canvas.shape, sizes.tolist(), int(canvas[0, 75:].max())
+        ((2, 96, 112, 3), [[75, 100], [96, 64]], 0)
+        >>> pipe = imgproc.Pipeline([{"op": "resize", "size": [32, 32]}])
+        >>> bool((pipe(canvas, sizes=sizes) == pipe([np.ones((75, 100, 3), np.uint8), np.ones((96, 64, 3), np.uint8)])).all())
+        True
+    """
+    if layout not in (None, "HWC", "CHW"):
+        raise ValueError(f"layout must be None, 'HWC' or 'CHW' (one image's layout); got {layout!r}")
+    if not is_image_list(images):
+        raise ValueError(f"images must be a non-empty list of arrays (HW, HWC or CHW); got {type(images).__name__}")
+    images = [np.asarray(x) for x in images]
+    return to_canvas(images, per_image_layout(layout, images[0].ndim), zero_padding=True)
+
+
 def _zero_around(slot, shape, a: int, b: int) -> None:
     """Zero a canvas slot outside its image (of ``shape``; ``a``, ``b``: the height and
-    width axes). Float canvases only: the size-setting forms read the padding at most with
-    a weight of exactly 0 or under a mask (tests/pipeline/test_variable_size.py fills it
-    with 255 and NaN), and ``0 * x`` is 0 for every finite ``x``, but an uninitialised
-    float buffer may hold a NaN or an infinity, which a zero weight does not cancel. An
-    integer canvas is left as it is: writing the padding of a 64-image batch of
-    ImageNet's sizes cost as much as its random resized crops (benchmarks/NOTES.md, "Real
-    datasets")."""
+    width axes). Float canvases, and :func:`pad_images`' (the caller sees them): the
+    size-setting forms read the padding at most with a weight of exactly 0 or under a mask
+    (tests/pipeline/test_variable_size.py fills it with 255 and NaN), and ``0 * x`` is 0
+    for every finite ``x``, but an uninitialised float buffer may hold a NaN or an
+    infinity, which a zero weight does not cancel. An integer canvas of a list call is
+    left as it is: writing the padding of a 64-image batch of ImageNet's sizes cost as
+    much as its random resized crops (benchmarks/NOTES.md, "Real datasets")."""
     below, right = [slice(None)] * 3, [slice(None)] * 3
     below[a] = slice(shape[a], None)
     right[a], right[b] = slice(0, shape[a]), slice(shape[b], None)

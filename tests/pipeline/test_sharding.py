@@ -163,6 +163,21 @@ def test_random_pipeline_same_draws_as_one_device(strategy, layout):
 
 
 @four_devices
+def test_batches_uploaded_ahead_split_over_the_devices():
+    """prefetch_to_device with batch_sharding: every array of an item split as
+    shard_batch splits it, and the pipeline keeps the split (no gather to one device)."""
+    x, indices = _batch(), np.arange(100, 108)
+    pipe = imgproc.Pipeline(_random_spec("select"))
+    want = pipe(x, key=KEY, indices=indices)
+    sharding = imgproc.sharding.batch_sharding()
+    (xs, idx), = list(imgproc.prefetch_to_device([(x, indices)], sharding=sharding))
+    assert xs.sharding == imgproc.shard_batch(x).sharding and idx.sharding == sharding
+    out = pipe(xs, key=KEY, indices=idx)
+    _same_sharding(out, xs)
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+@four_devices
 def test_given_indices_are_global_record_indices():
     x = _batch()
     pipe = imgproc.Pipeline(_random_spec("select"))
