@@ -5,7 +5,8 @@ reaches the caller after the items before it; leaving the loop early stops the t
 and so does the process's exit;
 pipelines and recipes given the uploaded batches return device arrays equal to what the
 NumPy batches give; a list of images of any sizes goes as its padded form, and a list of
-device images no longer compiles a program per image size."""
+device images no longer compiles a program per image size; a detection recipe takes the
+padded form with one batched targets dict."""
 
 from __future__ import annotations
 
@@ -215,3 +216,26 @@ def test_a_list_of_device_images_compiles_per_canvas_not_per_image_size(compilat
     assert isinstance(out, jax.Array) and out.devices() == images[0].devices()
     np.testing.assert_array_equal(np.asarray(out), pipe([np.asarray(x) for x in images[8:]], key=1,
                                                         indices=np.arange(8, 16)))
+
+
+def test_a_detection_recipe_takes_the_padded_form_with_one_batched_targets_dict():
+    """detection_train on (canvas, sizes) and a batched dict of boxes (padded to one count,
+    the extra boxes invalid) moves the boxes as the list with one dict per image does."""
+    sizes = [(30, 44), (41, 27), (36, 36)]
+    images = [RNG.integers(0, 256, s + (3,), dtype=np.uint8) for s in sizes]
+    boxes = [np.array([[2.0, 3.0, 20.0, 25.0]], np.float32),
+             np.array([[1.0, 1.0, 10.0, 12.0], [5.0, 6.0, 25.0, 38.0]], np.float32),
+             np.array([[0.0, 0.0, 36.0, 36.0]], np.float32)]
+    recipe = recipes.detection_train((24, 24))
+    want = recipe(images, key=4, indices=[7, 8, 9], targets=[{"boxes": b} for b in boxes])
+    canvas, true_hw = imgproc.pad_images(images)
+    padded = np.zeros((3, 2, 4), np.float32)
+    valid = np.zeros((3, 2), bool)
+    for i, b in enumerate(boxes):
+        padded[i, :len(b)], valid[i, :len(b)] = b, True
+    got = recipe(canvas, key=4, indices=[7, 8, 9], sizes=true_hw, targets={"boxes": padded, "box_valid": valid})
+    np.testing.assert_array_equal(got["images"], want["images"])
+    for i, b in enumerate(boxes):
+        moved = want["targets"][i]
+        np.testing.assert_array_equal(got["targets"]["boxes"][i, :len(b)], moved["boxes"])
+        np.testing.assert_array_equal(got["targets"]["box_valid"][i, :len(b)], moved["box_valid"])
