@@ -40,7 +40,7 @@ from imgproc.augment.targets import check_targets, move_one
 from imgproc.core.arrays import canvas_side, spatial_axes
 from imgproc.core.keys import stage_key
 from imgproc.core.registry import CanvasForm, Stage, TargetRule, pick_options
-from imgproc.core.validate import LAYOUT_NDIM
+from imgproc.core.validate import LAYOUT_NDIM, check_size_pair
 from imgproc.cpu import host_buffer
 
 __all__ = ["CanvasPlan", "CanvasShapes", "check_fits", "is_image_list", "list_targets", "move_first", "pad_images",
@@ -132,7 +132,7 @@ def per_image_layout(layout, ndim: int) -> str:
     return "HWC"
 
 
-def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_padding=False):
+def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_padding=False, sides=None):
     """Pad ``images`` (arrays of one dtype and channel count, in ``layout``: HW, HWC or
     CHW) into one batch: ``(canvas, true_hw)``, ``canvas`` ``(N, H, W, C)`` (``NCHW`` for
     CHW; ``C = 1`` for HW) with image ``i`` in the top-left of ``canvas[i]`` (the padding
@@ -143,7 +143,8 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_
     :class:`CanvasShapes` (host images only) that may choose a larger canvas, one already
     compiled: its slots beyond ``len(images)`` hold zero images of the canvas's size
     (``slot_multiple``: :meth:`CanvasShapes.choose`'s ``multiple``). ``zero_padding``: a
-    host canvas of integer images zeroed around them too (:func:`pad_images`)."""
+    host canvas of integer images zeroed around them too; ``sides``: the canvas's
+    ``(height, width)``, which must hold every image (both for :func:`pad_images`)."""
     first = images[0]
     for i, x in enumerate(images):
         if x.dtype != first.dtype:
@@ -159,7 +160,8 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_
     if len(channels) > 1:
         raise ValueError(f"the images of a list must have one channel count; got {sorted(channels)}")
     true_hw = np.array([[p.shape[a] for a in hw_axes] for p in planes], np.int32)
-    sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
+    if sides is None:
+        sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
     slots = len(planes)
     if shapes is not None and xp is np:
         slots, *sides = shapes.choose(slots, *sides, signature=(first.dtype.str, layout, planes[0].shape[channel_axis]),
@@ -183,7 +185,7 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_
     return canvas, true_hw
 
 
-def pad_images(images, *, layout=None):
+def pad_images(images, *, size=None, layout=None):
     """The padded form of a list of images of different sizes: ``(canvas, sizes)``, to
     give a pipeline or recipe as ``pipe(canvas, key=k, sizes=sizes)`` where the list would
     go, with the same result. For a loader that uploads its batches ahead
@@ -193,21 +195,30 @@ def pad_images(images, *, layout=None):
     Args:
         images: a list (or tuple) of NumPy images of one dtype and channel count, HW or
             HWC, or CHW with ``layout="CHW"``.
+        size: the canvas's ``(height, width)`` (an int: square), which every image must
+            fit: one canvas for a whole dataset, one program. ``None``: the largest height
+            and width rounded up to four steps an octave
+            (:func:`imgproc.core.arrays.canvas_side`: at most 25 % more), and a square of
+            the larger where that at most doubles the canvas (as a list call's new
+            canvas: the next batch's tallest photo is often its widest turned), so a
+            dataset's batches fall in a few canvas shapes and compile a few programs.
         layout: ``None``/``"HWC"`` (HW images are taken as one channel) or ``"CHW"``.
 
     Returns:
         ``canvas``: ``(N, H, W, C)`` (``(N, C, H, W)`` for CHW; ``C = 1`` for HW images) in
         the images' dtype, image ``i`` in the top-left corner of ``canvas[i]`` and zero
-        around it; ``H`` and ``W`` are the largest height and width rounded up to four
-        steps an octave (:func:`imgproc.core.arrays.canvas_side`: at most 25 % more), so a
-        dataset's batches fall in a few canvas shapes and compile a few programs.
-        ``sizes``: ``(N, 2)`` int32, each image's ``(height, width)``.
+        around it. ``sizes``: ``(N, 2)`` int32, each image's ``(height, width)``. A smaller
+        last batch is a new batch shape, which compiles its own programs (a list call
+        pads it into the full batch's canvas): drop it, as training loaders do, or pad
+        the list with images of your own.
 
     Example:
         >>> import numpy as np, imgproc
         >>> canvas, sizes = imgproc.pad_images([np.ones((75, 100, 3), np.uint8), np.ones((96, 64, 3), np.uint8)])
         >>> canvas.shape, sizes.tolist(), int(canvas[0, 75:].max())
-        ((2, 96, 112, 3), [[75, 100], [96, 64]], 0)
+        ((2, 112, 112, 3), [[75, 100], [96, 64]], 0)
+        >>> imgproc.pad_images([np.ones((75, 100, 3), np.uint8)], size=(128, 160))[0].shape
+        (1, 128, 160, 3)
         >>> pipe = imgproc.Pipeline([{"op": "resize", "size": [32, 32]}])
         >>> bool((pipe(canvas, sizes=sizes) == pipe([np.ones((75, 100, 3), np.uint8), np.ones((96, 64, 3), np.uint8)])).all())
         True
@@ -217,7 +228,19 @@ def pad_images(images, *, layout=None):
     if not is_image_list(images):
         raise ValueError(f"images must be a non-empty list of arrays (HW, HWC or CHW); got {type(images).__name__}")
     images = [np.asarray(x) for x in images]
-    return to_canvas(images, per_image_layout(layout, images[0].ndim), zero_padding=True)
+    one = per_image_layout(layout, images[0].ndim)
+    hw = [x.shape[1:3] if one == "CHW" else x.shape[:2] for x in images]
+    if size is None:
+        height, width = (canvas_side(max(int(s[a]) for s in hw)) for a in (0, 1))
+        side = max(height, width)
+        sides = (side, side) if side * side <= CanvasShapes.MAX_GROWTH * height * width else (height, width)
+    else:
+        sides = check_size_pair("size", size)
+        large = next((i for i, s in enumerate(hw) if s[0] > sides[0] or s[1] > sides[1]), None)
+        if large is not None:
+            raise ValueError(f"size {sides} does not hold image {large} ({hw[large][0]}, {hw[large][1]}): give a "
+                             "canvas at least as large as every image, or size=None")
+    return to_canvas(images, one, zero_padding=True, sides=sides)
 
 
 def _zero_around(slot, shape, a: int, b: int) -> None:

@@ -182,7 +182,8 @@ def test_a_list_of_any_sizes_goes_as_its_padded_form(compilations):
 def test_pad_images_puts_each_image_top_left_with_zeros_around():
     images = [RNG.integers(1, 256, s, dtype=np.uint8) for s in ((5, 7, 3), (9, 4, 3))]
     canvas, sizes = imgproc.pad_images(images)
-    assert canvas.shape == (2, canvas_side(9), canvas_side(7), 3) and canvas.dtype == np.uint8
+    side = canvas_side(9)  # square: the larger side's bucket (a list call's new canvas is too)
+    assert canvas.shape == (2, side, side, 3) and canvas.dtype == np.uint8
     assert sizes.dtype == np.int32
     assert sizes.tolist() == [[5, 7], [9, 4]]
     for c, x in zip(canvas, images):
@@ -194,15 +195,28 @@ def test_pad_images_puts_each_image_top_left_with_zeros_around():
     np.testing.assert_array_equal(grey, canvas[..., :1])
 
 
-@pytest.mark.parametrize("images, layout, match", [
-    ([], None, "images must be a non-empty list of arrays"),
-    (np.zeros((2, 4, 4, 3)), None, "images must be a non-empty list of arrays"),
-    ([np.zeros((4, 4, 3))], "NHWC", "layout must be None, 'HWC' or 'CHW'"),
-    ([np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4, 3), np.float32)], None, "must share one dtype"),
+def test_pad_images_canvas_is_square_unless_that_more_than_doubles_it_or_a_size_is_given():
+    wide = [np.zeros((20, 100, 3), np.uint8)]
+    assert imgproc.pad_images([np.zeros((60, 100, 3), np.uint8)])[0].shape[1:3] == (canvas_side(100),) * 2
+    assert imgproc.pad_images(wide)[0].shape[1:3] == (canvas_side(20), canvas_side(100))
+    canvas, sizes = imgproc.pad_images(wide, size=(32, 128))
+    assert canvas.shape == (1, 32, 128, 3) and sizes.tolist() == [[20, 100]]
+    chw, _ = imgproc.pad_images([np.zeros((3, 20, 100), np.uint8)], size=128, layout="CHW")
+    assert chw.shape == (1, 3, 128, 128)
+
+
+@pytest.mark.parametrize("images, kwargs, match", [
+    ([], {}, "images must be a non-empty list of arrays"),
+    (np.zeros((2, 4, 4, 3)), {}, "images must be a non-empty list of arrays"),
+    ([np.zeros((4, 4, 3))], {"layout": "NHWC"}, "layout must be None, 'HWC' or 'CHW'"),
+    ([np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4, 3), np.float32)], {}, "must share one dtype"),
+    ([np.zeros((4, 4, 3)), np.zeros((9, 4, 3))], {"size": 8}, r"size \(8, 8\) does not hold image 1 \(9, 4\)"),
+    ([np.zeros((4, 4, 3))], {"size": 0}, "size must be positive integers"),
+    ([np.zeros((4, 4, 3))], {"size": "big"}, r"size must be an int or a pair \(height, width\)"),
 ])
-def test_pad_images_refuses_what_is_not_a_list_of_images(images, layout, match):
+def test_pad_images_refuses_what_is_not_a_list_of_images(images, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        imgproc.pad_images(images, layout=layout)
+        imgproc.pad_images(images, **kwargs)
 
 
 def test_a_list_of_device_images_compiles_per_canvas_not_per_image_size(compilations):
