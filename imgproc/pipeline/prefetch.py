@@ -78,10 +78,19 @@ def prefetch_to_device(batches, *, size: int = 2, sharding=None):
 
 
 def _upload(item, sharding):
-    """``item`` with its NumPy arrays on the device, the transfers completed."""
-    out = jax.tree_util.tree_map(lambda leaf: jax.device_put(leaf, sharding) if isinstance(leaf, np.ndarray) else leaf,
-                                 item)
-    return jax.block_until_ready(out)
+    """``item`` with its NumPy arrays on the device, the transfers completed; an array
+    that cannot go there (a scalar under a sharding that splits axis 0) is named."""
+    def put(path, leaf):
+        if not isinstance(leaf, np.ndarray):
+            return leaf
+        try:
+            return jax.device_put(leaf, sharding)
+        except (ValueError, TypeError) as error:
+            where = jax.tree_util.keystr(path) or "the item"
+            raise ValueError(f"prefetch_to_device cannot put {where} (shape {leaf.shape}, {leaf.dtype}) on "
+                             f"{sharding}: {str(error).splitlines()[0]}") from None
+
+    return jax.block_until_ready(jax.tree_util.tree_map_with_path(put, item))
 
 
 # the producers running, each with its stop event: stopped and joined at interpreter exit,

@@ -175,6 +175,13 @@ def test_batches_uploaded_ahead_split_over_the_devices():
     out = pipe(xs, key=KEY, indices=idx)
     _same_sharding(out, xs)
     np.testing.assert_array_equal(np.asarray(out), want)
+    # an array the sharding cannot split is named, in the loop, after the items before it
+    items = [(x, indices), (x, np.array(3, np.int32)), (x[:6], indices[:6])]
+    got = []
+    with pytest.raises(ValueError, match=r"prefetch_to_device cannot put \[1\] \(shape \(\), int32\)"):
+        for item in imgproc.prefetch_to_device(items, sharding=sharding):
+            got.append(item)
+    assert len(got) == 1
 
 
 @four_devices
