@@ -56,9 +56,10 @@ def prefetch_to_device(batches, *, size: int = 2, sharding=None):
 
     Yields:
         Each item in order, its arrays ``jax.Array`` already on the device (the upload
-        has completed). An exception raised by ``batches`` (or by an upload) is raised
-        here, after the items before it. Leaving the loop early stops the thread after
-        the item it is uploading.
+        has completed). An exception raised by ``batches`` is raised here, after the
+        items before it; so is a ``ValueError`` naming an array the sharding cannot take
+        (a scalar, or a batch that does not split evenly). Leaving the loop early stops
+        the thread after the item it is uploading, and so does the end of the process.
 
     Example:
         >>> import numpy as np, jax, imgproc
