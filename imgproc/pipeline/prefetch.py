@@ -104,7 +104,7 @@ _RUNNING_LOCK = threading.Lock()
 def _stop_all(timeout: float = 2.0) -> None:
     with _RUNNING_LOCK:
         running = list(_RUNNING.items())
-    for thread, stop in running:
+    for _, stop in running:
         stop.set()
     for thread, _ in running:
         thread.join(timeout)

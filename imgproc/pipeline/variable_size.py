@@ -162,6 +162,12 @@ def to_canvas(images, layout: str, *, xp=np, shapes=None, slot_multiple=1, zero_
     true_hw = np.array([[p.shape[a] for a in hw_axes] for p in planes], np.int32)
     if sides is None:
         sides = tuple(canvas_side(int(n)) for n in true_hw.max(axis=0))
+    else:
+        large = np.nonzero((true_hw > np.asarray(sides)).any(axis=1))[0]
+        if len(large):
+            i = int(large[0])
+            raise ValueError(f"the canvas size {tuple(sides)} does not hold image {i} {tuple(map(int, true_hw[i]))}: "
+                             "give a canvas at least as large as every image, or size=None")
     slots = len(planes)
     if shapes is not None and xp is np:
         slots, *sides = shapes.choose(slots, *sides, signature=(first.dtype.str, layout, planes[0].shape[channel_axis]),
@@ -229,18 +235,9 @@ def pad_images(images, *, size=None, layout=None):
         raise ValueError(f"images must be a non-empty list of arrays (HW, HWC or CHW); got {type(images).__name__}")
     images = [np.asarray(x) for x in images]
     one = per_image_layout(layout, images[0].ndim)
-    hw = [x.shape[1:3] if one == "CHW" else x.shape[:2] for x in images]
-    if size is None:
-        height, width = (canvas_side(max(int(s[a]) for s in hw)) for a in (0, 1))
-        side = max(height, width)
-        sides = (side, side) if side * side <= CanvasShapes.MAX_GROWTH * height * width else (height, width)
-    else:
-        sides = check_size_pair("size", size)
-        large = next((i for i, s in enumerate(hw) if s[0] > sides[0] or s[1] > sides[1]), None)
-        if large is not None:
-            raise ValueError(f"size {sides} does not hold image {large} ({hw[large][0]}, {hw[large][1]}): give a "
-                             "canvas at least as large as every image, or size=None")
-    return to_canvas(images, one, zero_padding=True, sides=sides)
+    if size is None:  # the canvas a list call makes when it has met none: CanvasShapes' own rule
+        return to_canvas(images, one, zero_padding=True, shapes=CanvasShapes())
+    return to_canvas(images, one, zero_padding=True, sides=check_size_pair("size", size))
 
 
 def _zero_around(slot, shape, a: int, b: int) -> None:
