@@ -40,6 +40,7 @@ from PIL import Image
 from imgproc.core.validate import check_saved_float_range
 from imgproc.errors import OutputError, OutputExistsError, WriteError
 from imgproc.io.formats import DEFAULT_MAX_PIXELS, OUTPUT_FORMATS
+from imgproc.io.interrupts import writing
 from imgproc.io.loader import decode_bytes, read_image
 from imgproc.io.native_stderr import captured, library_log
 
@@ -395,17 +396,18 @@ def write_atomically(path, data: bytes, *, overwrite: bool = False, source=None)
     except OSError as e:
         raise OutputError(path, f"folder not writable ({e.strerror or e})") from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        if source is not None and same_file(source, path):  # became a link to the input meanwhile
-            raise OutputError(path, "is the input file itself; choose another output")
-        if overwrite or not _publish_new(tmp, path):
-            if path.exists() and not overwrite:  # appeared while we were writing
-                raise OutputExistsError(path, "exists (it appeared while this was written); pass overwrite=True to replace it")
-            os.replace(tmp, path)
+        with writing(tmp):  # a command that leaves mid-write removes it (imgproc.io.interrupts)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            if source is not None and same_file(source, path):  # became a link to the input meanwhile
+                raise OutputError(path, "is the input file itself; choose another output")
+            if overwrite or not _publish_new(tmp, path):
+                if path.exists() and not overwrite:  # appeared while we were writing
+                    raise OutputExistsError(path, "exists (it appeared while this was written); pass overwrite=True to replace it")
+                os.replace(tmp, path)
     except BaseException as e:
         try:
             os.unlink(tmp)

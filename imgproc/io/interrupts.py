@@ -8,11 +8,47 @@ import os
 import signal
 import threading
 
-__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts"]
+__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts", "remove_writing", "writing"]
 
 # seconds a run has, after Ctrl-C or SIGTERM, to reach a safe point before the command
 # leaves anyway (Interrupts.hard_exit): a decode or a computation may last minutes
 GRACE_S = 1.0
+
+
+# temporary files being written now (imgproc.io.codec.write_atomically): a hard exit
+# removes them, so it leaves no partial output behind
+_WRITING: set = set()
+_WRITING_LOCK = threading.Lock()
+
+
+class writing:
+    """``with writing(tmp): ...``: ``tmp`` is a temporary file in flight while the block
+    runs; :func:`remove_writing` removes it if the command leaves before the block ends."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+
+    def __enter__(self):
+        with _WRITING_LOCK:
+            _WRITING.add(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        with _WRITING_LOCK:
+            _WRITING.discard(self.path)
+        return False
+
+
+def remove_writing() -> None:
+    """Remove the temporary files of the writes in flight (:class:`writing`): for a command
+    that leaves with ``os._exit``, whose writer threads do not get to clean up."""
+    with _WRITING_LOCK:
+        paths = list(_WRITING)
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 class Interrupts:
@@ -92,9 +128,10 @@ class Interrupts:
 
     def _leave(self):
         """Exit with 130 from the watcher thread: the run did not reach a safe point in
-        time. Outputs are whole or absent (a write in flight leaves its temporary file,
-        removed by the next run)."""
+        time. Outputs are whole or absent: the temporary files of writes in flight are
+        removed first (:class:`writing`)."""
         try:
+            remove_writing()
             if self.last_words is not None:
                 self.last_words()
             else:

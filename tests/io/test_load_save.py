@@ -1,5 +1,7 @@
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +10,7 @@ from PIL import Image
 
 import imgproc
 from imgproc.errors import InputError, InvalidImageError, OutputError
+from subprocesses import python_env
 
 
 def test_sample_shapes_and_dtypes(samples):
@@ -144,6 +147,36 @@ def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(ValueError):
         imgproc.save_image(tmp_path / "bad.png", np.zeros((4, 4, 7), np.uint8))
     assert os.listdir(tmp_path) == []
+
+
+def test_a_write_in_flight_is_known_until_it_ends(tmp_path, monkeypatch):
+    """write_atomically marks its temporary file as in flight while it writes (the command's
+    hard exit removes such files), and no longer once the file is published."""
+    from imgproc.io import codec, interrupts
+
+    seen = []
+
+    def fsync(fd):
+        seen.extend(p for p in interrupts._WRITING if p.endswith(codec.TEMP_SUFFIX))
+
+    monkeypatch.setattr(codec.os, "fsync", fsync)
+    codec.write_atomically(tmp_path / "a.bin", b"data")
+    assert len(seen) == 1 and os.path.dirname(seen[0]) == str(tmp_path)
+    assert not interrupts._WRITING and os.listdir(tmp_path) == ["a.bin"]
+
+
+def test_a_command_that_leaves_mid_write_removes_its_temporary_file(tmp_path):
+    """Interrupts._leave (the command leaving with 130 when no safe point came in time)
+    removes the temporary files of writes in flight: a run interrupted while XLA compiled
+    left one (tests/cli/test_folder_runs.py, interrupts while compiling)."""
+    tmp = tmp_path / ".out.png.1.x.imgproc-tmp"
+    tmp.write_bytes(b"half")
+    code = ("import sys; from imgproc.io.interrupts import INTERRUPTS, writing\n"
+            f"with writing({str(tmp)!r}):\n"
+            "    INTERRUPTS._leave()\n")
+    run = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 130 and "interrupted" in run.stderr
+    assert not tmp.exists()
 
 
 @pytest.mark.parametrize(
