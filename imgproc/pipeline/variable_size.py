@@ -23,7 +23,8 @@ image (as for that image alone: its own number of boxes and keypoints, masks of 
 size), and the call returns one such dict per image (:func:`list_targets`); with the
 padded form, one batched dict whose masks are padded as the images are. The size-setting
 stage moves them with the image's true size traced (:func:`move_first`), the later stages
-as on any batch: the same arithmetic as for the image alone, so the same values.
+as on any batch: the same arithmetic as for the image alone, so the same values on CPU (on
+a GPU, coordinates within a unit or two in the last place: docs/augment.md).
 """
 
 from __future__ import annotations

@@ -76,7 +76,9 @@ class Case:
     name: str
     call: Callable  # call(image, **layout) -> array
     reference: Callable  # reference(float32 2-D plane) -> plane
-    atol: float = 2e-6
+    # float32 sums of up to 20 taps in another order than Pillow's (2.5e-6 on an H200,
+    # where XLA fuses the multiply-adds, for lanczos3 at a 3.3x downscale)
+    atol: float = 4e-6
 
 
 CASES = [

@@ -146,11 +146,12 @@ def test_auto_on_a_gpu_plans_the_fused_kernel_only_for_concrete_weights(monkeypa
 
 
 @pytest.mark.parametrize("channels, sigma, fused", [(3, 1.0, True), (1, 3.0, True), (40, 1.0, False), (3, 20.0, False)])
-def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma, fused):
+def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma, fused, backend):
     """The fit depends on the image's channels, known when the stage is traced: a program
     compiled for CUDA holds the fused kernel where a tile fits and the passes elsewhere;
     compiled for the CPU (arrays put there on a GPU machine) it holds the passes, always,
-    and gives their pixels."""
+    and gives their pixels. Where the fused kernel runs (a GPU), it sums the same products in
+    another order: within float32 rounding of the passes (1.2e-7 seen on an H200)."""
     from imgproc.filters import convolution
 
     x = rng.random((1, 30, 34, channels), dtype=np.float32)
@@ -161,7 +162,10 @@ def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma,
     assert ("mosaic_gpu" in jax.export.export(auto, platforms=["cuda"])(arg).mlir_module()) == fused
     assert "mosaic_gpu" not in jax.export.export(auto, platforms=["cpu"])(arg).mlir_module()
     passes = jax.jit(lambda v: convolution.run_lowering(v, ("separable", None, terms), "reflect", 0.0))
-    np.testing.assert_array_equal(np.asarray(auto(x)), np.asarray(passes(x)))
+    if fused and backend == "gpu":
+        np.testing.assert_allclose(np.asarray(auto(x)), np.asarray(passes(x)), rtol=0, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(np.asarray(auto(x)), np.asarray(passes(x)))
 
 
 def test_a_batch_past_the_grid_limit_runs_in_several_launches(monkeypatch, rng):

@@ -252,15 +252,21 @@ TARGET_CASES = ["resize-linear-aaTrue", "center_crop-pads-some", "letterbox-line
                 "random_resized_crop-aa", "shorter-area+center_crop-pads", "shorter+random_crop", "rrc+flip+jitter"]
 
 
-def _assert_same_targets(got, alone):
+def _assert_same_targets(got, alone, backend="cpu"):
+    """Equal; off the CPU, coordinates within 4 units in the last place (an H200 gave 1-2:
+    for the image alone its sizes are compile-time constants, which XLA:GPU folds into
+    multiply-adds in another rounding than the list's traced sizes; docs/augment.md)."""
     assert set(got) == set(alone)
     for k, v in alone.items():
         assert got[k].shape == v.shape and got[k].dtype == v.dtype, k
-        np.testing.assert_array_equal(got[k], v, err_msg=k)
+        if backend != "cpu" and v.dtype == np.float32:
+            np.testing.assert_array_max_ulp(got[k], v, maxulp=4)
+        else:
+            np.testing.assert_array_equal(got[k], v, err_msg=k)
 
 
 @pytest.mark.parametrize("name", TARGET_CASES)
-def test_targets_follow_each_image_of_a_list(name):
+def test_targets_follow_each_image_of_a_list(name, backend):
     pipe = imgproc.Pipeline(CASES[name])
     key = 4 if pipe.is_random else None
     out, moved = pipe(IMAGES, key=key, targets=TARGETS, min_box_area=2.0)
@@ -269,7 +275,7 @@ def test_targets_follow_each_image_of_a_list(name):
         y, alone = pipe(image[None], key=key, indices=[i], targets={k: v[None] for k, v in t.items()}, min_box_area=2.0)
         np.testing.assert_array_equal(out[i], y[0])
         assert isinstance(moved[i]["boxes"], np.ndarray) and moved[i]["boxes"].shape == t["boxes"].shape
-        _assert_same_targets(moved[i], {k: np.asarray(v[0]) for k, v in alone.items()})
+        _assert_same_targets(moved[i], {k: np.asarray(v[0]) for k, v in alone.items()}, backend)
 
 
 def test_targets_with_channels_first_grey_replay_and_the_padded_form():
