@@ -363,17 +363,24 @@ def _wiener_part(z, sig, hard_sums, matches, part, *, plan, n_wiener, lam, mu2, 
                        window=_kaiser2d(plan.block, beta), mu2=mu2, part=part)
 
 
-def _finish(sums, z, x, *, plan, colour, beta):
-    """The estimate (H, W, C) in ``x``'s place from the last stage's sums of all parts (alpha,
-    a fourth colour channel, carried over from ``x``)."""
+def _finish(sums, z, *, plan, colour, beta):
+    """The estimate (H, W, C) from the last stage's sums of all parts (colour: its three
+    colour channels; :func:`_with_alpha` adds an alpha channel)."""
     r = plan.r
     est = _estimate(sums, z, np.kaiser(plan.block, beta))
     est = jnp.moveaxis(est[:, r:r + plan.h, r:r + plan.w], 0, -1)
     if colour:
         est = jnp.einsum("ij,hwj->hwi", jnp.asarray(_OPP_INV, jnp.float32), est, precision=HIGHEST)
-        if x.shape[-1] > 3:
-            est = jnp.concatenate([est, x[..., 3:]], axis=-1)
     return est
+
+
+def _with_alpha(y, img, colour):
+    """The denoised ``y`` in the image's own units, with ``img``'s alpha (a fourth colour
+    channel) appended as it is: taken from the input, not through the 0..255 scale and back,
+    which is not exact in float32 (one unit in the last place on a GPU for most values)."""
+    if colour and img.shape[-1] > 3:
+        return jnp.concatenate([y, img[..., 3:]], axis=-1)
+    return y
 
 
 def _bm3d_one(x, sigma, cval, *, plan, **opts):
@@ -383,7 +390,7 @@ def _bm3d_one(x, sigma, cval, *, plan, **opts):
     matches, sums = _hard_part(z, sig, 0, plan=plan, **opts)
     if opts["stage"] == "both":
         sums = _wiener_part(z, sig, [sums], matches, 0, plan=plan, **opts)
-    return _finish([sums], z, x, plan=plan, colour=opts["colour"], beta=opts["beta"])
+    return _finish([sums], z, plan=plan, colour=opts["colour"], beta=opts["beta"])
 
 
 def _units(img, colour):
@@ -410,7 +417,7 @@ def _bm3d_batch(x, sigma, max_value, cval, *, estimate, static):
         img, sg = args
         sg = _sigma_of(img, sg, estimate, opts["colour"]) * scale
         outs = [_bm3d_one(u * scale, sg, cval * scale, plan=plan, **opts) for u in _units(img, opts["colour"])]
-        return jnp.concatenate(outs, axis=-1) / scale
+        return _with_alpha(jnp.concatenate(outs, axis=-1) / scale, img, opts["colour"])
 
     sig = jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (x.shape[0],))
     return lax.map(one, (x, sig))
@@ -459,10 +466,10 @@ def _wiener_jit(z, sig, hard_sums, matches, part, *, shape, static, parts):
 def _finish_jit(unit_sums, zs, img, max_value, *, static, parts, out_dtype):
     plan, opts = _plan_opts(img.shape[0], img.shape[1], static, parts)
     scale = 255.0 / max_value
-    units = _units(img.astype(jnp.float32) * scale, opts["colour"])
-    y = jnp.concatenate([_finish(s, z, u, plan=plan, colour=opts["colour"], beta=opts["beta"])
-                         for s, (z, _), u in zip(unit_sums, zs, units)], axis=-1)
-    return to_output(y / scale, out_dtype)
+    img = img.astype(jnp.float32)
+    y = jnp.concatenate([_finish(s, z, plan=plan, colour=opts["colour"], beta=opts["beta"])
+                         for s, (z, _) in zip(unit_sums, zs)], axis=-1)
+    return to_output(_with_alpha(y / scale, img, opts["colour"]), out_dtype)
 
 
 _COMPILED_PARTS: set = set()  # signatures of the part programs already compiled
