@@ -147,10 +147,17 @@ def sigma_planes(planes, true_hw=None):
 
 def sigma_nhwc(x, true_hw=None):
     """Noise sigma per image of (N, H, W, C) float32: the mean over channels (``true_hw``:
-    canvases, as for :func:`sigma_planes`)."""
+    canvases, as for :func:`sigma_planes`). The channels' sigmas are added one after another,
+    not by a reduction, whose order a GPU program chooses by its fusion: so an image on a
+    canvas gives its own estimate bit for bit on every backend (an H200 differed by one unit
+    in the last place with ``mean``)."""
     n, h, w, c = x.shape
     planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
-    return sigma_planes(planes, true_hw).reshape(n, c).mean(axis=1)
+    per_channel = sigma_planes(planes, true_hw).reshape(n, c)
+    total = per_channel[:, 0]
+    for k in range(1, c):
+        total = total + per_channel[:, k]
+    return total / c
 
 
 @functools.partial(jax.jit, static_argnames=("layout",))
