@@ -40,7 +40,8 @@ test-fast: $(VENV)/.installed
 
 # On a machine with an NVIDIA GPU whose $(PYTHON) already has jax[cuda] and the test extras:
 # the suite on the GPU, installing nothing (no network); logs and summary in out/gpu-check
-# (benchmarks/gpu_check.sh; `benchmarks/gpu_check.sh OUT bench` runs the GPU benchmarks).
+# (benchmarks/gpu_check.sh; PART=1/2 then PART=2/2 runs it in two halves;
+# `benchmarks/gpu_check.sh OUT bench` runs the GPU benchmarks).
 test-gpu:
 	PYTHON=$(PYTHON) benchmarks/gpu_check.sh out/gpu-check tests
 

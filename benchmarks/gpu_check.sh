@@ -7,10 +7,15 @@
 #
 # Usage: benchmarks/gpu_check.sh OUT_DIR [tests|bench|all] [PYTEST_ARGS...]
 #   tests  the suite but for the files below that start the command line, Ray, pip or
-#          notebooks (nothing GPU-specific in them), WORKERS pytest processes (default 8;
+#          notebooks (nothing GPU-specific in them), WORKERS pytest processes (default 12;
 #          0: one process, no xdist) sharing the GPU, stopped after TESTS_S seconds (default
-#          360). Writes OUT_DIR/pytest.log (skip reasons included), junit.xml and summary.txt
-#          (the summary line, the failures, the slowest tests), and prints summary.txt.
+#          360). PART=k/n runs the k-th of n shares of the test files (every n-th file of the
+#          sorted list, from the k-th): on an H200 the whole lane took about 9 minutes with
+#          12-14 workers (2026-11-30), so a 15-minute lease runs it as PART=1/2 and PART=2/2
+#          in two calls. Writes OUT_DIR/pytest.log (a line per test as it ends, so a stopped
+#          run still lists what ran; skip reasons included), failures.txt (each failure's
+#          traceback as it happens: benchmarks/pytest_failures_log.py), junit.xml and
+#          summary.txt (the counts, the failures, the slowest tests), and prints summary.txt.
 #   bench  benchmarks/gpu_all.sh OUT_DIR/bench: the Pallas kernel's parity and tile sweep,
 #          gpu.py (RESULTS_GPU.md rows), gpu_denoise.py (about 8 minutes in all).
 #   all    tests, then bench (the default). A device lease of 15 minutes holds the tests
@@ -61,7 +66,7 @@ fi
 rc=0
 if [ "$mode" != bench ]; then
   "$PY" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $PY" >&2; exit 2; }
-  workers=${WORKERS:-8}
+  workers=${WORKERS:-12}
   parallel=()
   if [ "$workers" != 0 ] && "$PY" -c "import xdist" 2>/dev/null; then parallel=(-n "$workers" --dist loadgroup); fi
   # Left out: they start the command line, Ray, pip or Jupyter, whose GPU use is the library's
@@ -70,17 +75,30 @@ if [ "$mode" != bench ]; then
           --ignore=tests/io/test_loader_corpus.py --ignore=tests/test_start_up.py
           --ignore=tests/test_packaging.py --ignore=tests/test_notebooks.py)
   cd "$root"
+  targets=(tests)
+  if [ -n "${PART:-}" ]; then  # k/n: every n-th test file of the sorted list, from the k-th
+    k=${PART%/*} n=${PART#*/}
+    left_out=$(printf '%s\n' "${ignore[@]}" | sed 's/^--ignore=//')  # a named file is run even if ignored
+    mapfile -t targets < <(find tests -name 'test_*.py' | sort | grep -vF "$left_out" | awk -v k="$k" -v n="$n" '(NR - k) % n == 0')
+  fi
   start=$(date +%s)
+  : >"$out/failures.txt"
   # -o addopts=: no doctests (collecting imgproc/ as modules would import the checkout's
-  # imgproc/ rather than the folder of links)
-  timeout -k 15 "${TESTS_S:-360}" "$PY" -m pytest tests "${ignore[@]}" "${parallel[@]}" -q -p no:cacheprovider \
-    -o addopts= -rfEs --durations=15 --junitxml="$out/junit.xml" "$@" >"$out/pytest.log" 2>&1
+  # imgproc/ rather than the folder of links). -v: a line per test as it ends; the failures
+  # log plugin is found on PYTHONPATH (benchmarks/).
+  PYTHONPATH=$root/benchmarks:$PYTHONPATH PYTEST_FAILURES_LOG=$out/failures.txt \
+  timeout -k 15 "${TESTS_S:-360}" "$PY" -m pytest "${targets[@]}" "${ignore[@]}" "${parallel[@]}" -v \
+    -p no:cacheprovider -p pytest_failures_log -o addopts= -rfEs --durations=15 --junitxml="$out/junit.xml" "$@" \
+    >"$out/pytest.log" 2>&1
   rc=$?
   {
-    echo "pytest exit $rc after $(( $(date +%s) - start )) s ($([ $rc = 124 ] && echo "stopped at TESTS_S=${TESTS_S:-360}" || echo finished)); pytest-xdist: ${parallel[*]:-not used, one process}"
+    echo "pytest exit $rc after $(( $(date +%s) - start )) s ($([ $rc = 124 ] && echo "stopped at TESTS_S=${TESTS_S:-360}" || echo finished)); pytest-xdist: ${parallel[*]:-not used, one process}${PART:+; part $PART}"
     grep -E "^(=+ )?[0-9]+ (passed|failed|error|skipped)|^=+ .*(passed|failed|error).* =+$" "$out/pytest.log" | tail -1
-    echo "--- failures and errors"
-    grep -E "^(FAILED|ERROR) " "$out/pytest.log" || echo "(none)"
+    for outcome in PASSED FAILED ERROR SKIPPED; do  # from the per-test lines: there even when stopped
+      echo "$outcome $(grep -cE "(^| )$outcome tests/" "$out/pytest.log")"
+    done
+    echo "--- failures and errors (tracebacks in failures.txt)"
+    grep -E "(^| )(FAILED|ERROR) tests/" "$out/pytest.log" | sed -E 's/^.*(FAILED|ERROR) /\1 /; s/ +- .*$//; s/ +$//' | sort -u | grep . || echo "(none)"
     echo "--- skipped, by reason"
     grep -E "^SKIPPED " "$out/pytest.log" | sed -E 's/^SKIPPED \[[0-9]+\] [^ ]+: //' | sort | uniq -c | sort -rn | head -20
     echo "--- slowest"
