@@ -23,6 +23,12 @@ the same table. Everything is timed in one run, on one batch:
 * **The ImageNet training recipe** on the same batch: from device memory, NumPy in and
   out, and through ``prefetch_to_device`` (issue 43's target: host input at least half
   the device input's images/s).
+* **Morphology** (issue 45: "fast on a GPU"): erosion and opening with a 5×5 and a 15×15
+  square, edge repeated, on 8 uint8 images 2048×2048×3 on the device, against a copy of the
+  batch and against torch's ``max_pool2d`` (the usual GPU erosion: ``-max_pool2d(-x)``
+  after a replicate pad, as kornia's and most training code's) on the same pixels as
+  float32 NCHW (torch's CUDA max pooling takes no uint8), and imgproc on that float32
+  batch too.
 
 Timed with benchmarks/harness.py: the rows of a group in turns, each sample ``calls`` calls
 issued back to back (asynchronously, as a training loop does) and one synchronisation, so
@@ -31,6 +37,7 @@ markdown (``RESULTS_GPU.json``), where ``make bench`` looks up the GPU targets b
 
     python benchmarks/gpu.py                              # on a GPU: RESULTS_GPU.md/.json
     python benchmarks/gpu.py --quick --out /tmp/gpu.md    # tiny batch, any backend: checks it runs
+    python benchmarks/gpu.py --only recipe,morphology     # some groups (filters, augment, recipe, morphology)
 """
 
 from __future__ import annotations
@@ -186,6 +193,64 @@ def recipe_benchmarks(n, calls, repeats):
     return [group], time_group(group.id, cases, repeats, calls=calls)
 
 
+def morphology_benchmarks(n, calls, repeats, side=2048):
+    """Erosion and opening, 5×5 and 15×15 squares, edge repeated, on ``n`` uint8 images
+    ``side``×``side``×3 on the device; each row's notes give its bandwidth (one read and one
+    write of the batch) as a fraction of the copy row's."""
+    import jax
+    import scipy.ndimage as ndi
+
+    import imgproc
+
+    images = np.random.default_rng(0).integers(0, 256, (n, side, side, 3), dtype=np.uint8)
+    x = jax.device_put(images)
+    xf = jax.device_put(images.astype(np.float32))
+    torch, _ = _torch()
+    xt = None if torch is None else torch.from_numpy(images.astype(np.float32)).permute(0, 3, 1, 2).contiguous().cuda()
+    copy = jax.jit(lambda a: a + 0)
+    groups, rows = [], []
+    for k in (5, 15):
+        ops = {op: jax.jit(lambda a, op=op: getattr(imgproc, op)(a, size=k, mode="nearest"))
+               for op in ("erosion", "opening")}
+        # the same pixels as scipy's, checked here on one image's corner before anything is timed
+        for op, f in ops.items():
+            want = getattr(ndi, f"grey_{op}")(images[0, :256, :256], size=(k, k, 1), mode="nearest")
+            got = np.asarray(getattr(imgproc, op)(jax.device_put(images[0, :256, :256]), size=k, mode="nearest"))
+            assert np.array_equal(got, want), f"{op} {k}x{k} differs from scipy on the GPU"
+        group = Group(f"gpu_morphology{k}", f"Erosion and opening, {k}×{k} square, edge repeated, {n}x{side}x{side}x3 on the device")
+        cases = [Case("copy", "copy of the uint8 batch (x + 0)", lambda: copy(x), images=n)]
+        for op, f in ops.items():
+            cases.append(Case(f"imgproc_{op}_u8", f"imgproc {op} (jit), uint8", lambda f=f: f(x), images=n))
+            cases.append(Case(f"imgproc_{op}_f32", f"imgproc {op} (jit), float32", lambda f=f: f(xf), images=n))
+        cases.append(Case("imgproc_erosion_eager_u8", "imgproc erosion (eager, jax.Array in and out), uint8",
+                          lambda: imgproc.erosion(x, size=k, mode="nearest"), images=n))
+        if torch is not None:
+            pool = torch.nn.functional.max_pool2d
+            r = k // 2
+
+            def t_erode(a, k=k, r=r):
+                return -pool(torch.nn.functional.pad(-a, (r, r, r, r), mode="replicate"), k, stride=1)
+
+            def t_dilate(a, k=k, r=r):
+                return pool(torch.nn.functional.pad(a, (r, r, r, r), mode="replicate"), k, stride=1)
+
+            cases.append(Case("torch_erosion_f32", "torch -max_pool2d(-x) after a replicate pad, float32 NCHW",
+                              lambda: t_erode(xt), images=n))
+            cases.append(Case("torch_opening_f32", "torch erosion then dilation by max_pool2d, float32 NCHW",
+                              lambda: t_dilate(t_erode(xt)), images=n))
+            got = t_erode(xt[:1, :, :256, :256]).permute(0, 2, 3, 1).cpu().numpy()[0]
+            want = ndi.grey_erosion(images[0, :256, :256].astype(np.float32), size=(k, k, 1), mode="nearest")
+            assert np.array_equal(got, want), "torch's erosion is not the same pixels"
+        new = time_group(group.id, cases, repeats, calls=calls, sync=_sync(torch))
+        copy_s = new[0].seconds
+        new = [dataclasses.replace(row, notes=f"{copy_s / row.seconds:.0%} of the uint8 copy's time"
+                                   + (f" ({2 * images.nbytes / copy_s / 1e9:.0f} GB/s)" if row.name == "copy" else ""))
+               for row in new]
+        groups.append(group)
+        rows.extend(new)
+    return groups, rows
+
+
 def _pallas_tile():
     from imgproc.filters import pallas as _pallas
 
@@ -198,7 +263,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="batch of 8, 3 calls, 2 rounds, on any backend")
     parser.add_argument("--pallas-tile", default=None, metavar="ROWSxCOLS",
                         help="the Pallas kernel's output tile (default: imgproc.filters.pallas's TILE_ROWS x TILE_COLS)")
+    parser.add_argument("--only", default="filters,augment,recipe,morphology",
+                        help="comma-separated groups to time: filters, augment, recipe, morphology (default: all)")
     args = parser.parse_args()
+    only = args.only.split(",")
+    unknown = sorted(set(only) - {"filters", "augment", "recipe", "morphology"})
+    if unknown:
+        parser.error(f"--only takes filters, augment, recipe, morphology; got {', '.join(unknown)}")
     import jax
 
     if jax.default_backend() != "gpu" and not args.quick:
@@ -209,9 +280,14 @@ def main():
         from imgproc.filters import pallas as _pallas
 
         _pallas.TILE_ROWS, _pallas.TILE_COLS = (int(v) for v in args.pallas_tile.split("x"))
-    groups, rows, failed = filter_benchmarks(n, calls, repeats)
-    for more in (augment_benchmarks, recipe_benchmarks):
-        more_groups, more_rows = more(n, augment_calls, repeats)
+    groups, rows, failed = filter_benchmarks(n, calls, repeats) if "filters" in only else ([], [], [])
+    for name, more in (("augment", augment_benchmarks), ("recipe", recipe_benchmarks)):
+        if name in only:
+            more_groups, more_rows = more(n, augment_calls, repeats)
+            groups, rows = groups + more_groups, rows + more_rows
+    if "morphology" in only:
+        more_groups, more_rows = morphology_benchmarks(2 if args.quick else 8, calls, repeats,
+                                                       side=256 if args.quick else 2048)
         groups, rows = groups + more_groups, rows + more_rows
     text = (
         f"## GPU: {jax.devices()[0].device_kind} (`make bench-gpu`, {datetime.date.today().isoformat()})\n\n"

@@ -397,11 +397,11 @@ def build(results_dir: Path) -> str:
     out += [table if table else "_Not in this run._", ""]
 
     gpu_sections = parse_sections(texts["RESULTS_GPU.md"]) if "RESULTS_GPU.md" in texts else gpu_in_main[:1]
-    top = next((s for s in gpu_sections if s.level == 2), None)
+    runs = [s for s in gpu_sections if s.level == 2]  # one "## GPU: ..." section per run
     out += ["## GPU", ""]
-    if top is None:
+    if not runs:
         out += ["_Not measured: `make bench-gpu` on a machine with an NVIDIA GPU writes it._", ""]
-    else:
+    for top in runs:
         device = re.sub(r"^GPU:\s*", "", top.title)
         out += [f"{device}. {top.prose()}", ""]
         table = gpu_area(subsections(gpu_sections, top) or [top])

@@ -276,6 +276,10 @@ TARGETS = [
     Target("GPU ImageNet recipe fed from host memory (prefetch_to_device): ≥ 50% of the device-input images/s "
            "(GPU section)", group="gpu_recipe", name="imgproc_device", baseline="imgproc_host_prefetch", at_least=0.5,
            fmt="{:.0%}"),
+] + [
+    Target(f"GPU {op} 15×15 square, 8×2048²×3 on the device: ≥ 2× faster than torch's max_pool2d (GPU section)",
+           group="gpu_morphology15", name=f"torch_{op}_f32", baseline=f"imgproc_{op}_f32", at_least=2.0, fmt="{:.1f}×")
+    for op in ("erosion", "opening")
 ]
 
 
