@@ -94,8 +94,9 @@ if [ "$mode" != bench ]; then
   {
     echo "pytest exit $rc after $(( $(date +%s) - start )) s ($([ $rc = 124 ] && echo "stopped at TESTS_S=${TESTS_S:-360}" || echo finished)); pytest-xdist: ${parallel[*]:-not used, one process}${PART:+; part $PART}"
     grep -E "^(=+ )?[0-9]+ (passed|failed|error|skipped)|^=+ .*(passed|failed|error).* =+$" "$out/pytest.log" | tail -1
-    for outcome in PASSED FAILED ERROR SKIPPED; do  # from the per-test lines: there even when stopped
-      echo "$outcome $(grep -cE "(^| )$outcome tests/" "$out/pytest.log")"
+    for outcome in PASSED FAILED ERROR SKIPPED; do  # the per-test lines (xdist's, or one process's): there even
+      # when stopped; not the short summary's "FAILED tests/..." lines, which repeat them
+      echo "$outcome $(grep -cE "^\[gw[0-9]+\] \[ *[0-9]+%\] $outcome tests/|^tests/.*::.* $outcome( |$)" "$out/pytest.log")"
     done
     echo "--- failures and errors (tracebacks in failures.txt)"
     grep -E "(^| )(FAILED|ERROR) tests/" "$out/pytest.log" | sed -E 's/^.*(FAILED|ERROR) /\1 /; s/ +- .*$//; s/ +$//' | sort -u | grep . || echo "(none)"
