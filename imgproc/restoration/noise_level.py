@@ -148,9 +148,9 @@ def sigma_planes(planes, true_hw=None):
 def sigma_nhwc(x, true_hw=None):
     """Noise sigma per image of (N, H, W, C) float32: the mean over channels (``true_hw``:
     canvases, as for :func:`sigma_planes`). The channels' sigmas are added one after another,
-    not by a reduction, whose order a GPU program chooses by its fusion: so an image on a
-    canvas gives its own estimate bit for bit on every backend (an H200 differed by one unit
-    in the last place with ``mean``)."""
+    not by a reduction, whose order a GPU program chooses by its fusion: an image on a
+    canvas and the image alone add them in the same order (with ``mean``, an H200 gave
+    estimates one unit in the last place apart; this form has not been run there yet)."""
     n, h, w, c = x.shape
     planes = jnp.moveaxis(x, 3, 1).reshape(n * c, h, w)
     per_channel = sigma_planes(planes, true_hw).reshape(n, c)
