@@ -193,6 +193,9 @@ def recipe_benchmarks(n, calls, repeats):
     return [group], time_group(group.id, cases, repeats, calls=calls)
 
 
+GROUPS = ("filters", "augment", "recipe", "morphology")  # what --only selects
+
+
 def morphology_benchmarks(n, calls, repeats, side=2048):
     """Erosion and opening, 5×5 and 15×15 squares, edge repeated, on ``n`` uint8 images
     ``side``×``side``×3 on the device; each row's notes give its bandwidth (one read and one
@@ -214,7 +217,7 @@ def morphology_benchmarks(n, calls, repeats, side=2048):
         ops = {op: jax.jit(lambda a, op=op: getattr(imgproc, op)(a, size=k, mode="nearest"))
                for op in ("erosion", "opening")}
         # the same pixels as scipy's, checked here on one image's corner before anything is timed
-        for op, f in ops.items():
+        for op in ops:
             want = getattr(ndi, f"grey_{op}")(images[0, :256, :256], size=(k, k, 1), mode="nearest")
             got = np.asarray(getattr(imgproc, op)(jax.device_put(images[0, :256, :256]), size=k, mode="nearest"))
             assert np.array_equal(got, want), f"{op} {k}x{k} differs from scipy on the GPU"
@@ -267,13 +270,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="batch of 8, 3 calls, 2 rounds, on any backend")
     parser.add_argument("--pallas-tile", default=None, metavar="ROWSxCOLS",
                         help="the Pallas kernel's output tile (default: imgproc.filters.pallas's TILE_ROWS x TILE_COLS)")
-    parser.add_argument("--only", default="filters,augment,recipe,morphology",
-                        help="comma-separated groups to time: filters, augment, recipe, morphology (default: all)")
+    parser.add_argument("--only", default=",".join(GROUPS),
+                        help=f"comma-separated groups to time: {', '.join(GROUPS)} (default: all)")
     args = parser.parse_args()
     only = args.only.split(",")
-    unknown = sorted(set(only) - {"filters", "augment", "recipe", "morphology"})
+    unknown = sorted(set(only) - set(GROUPS))
     if unknown:
-        parser.error(f"--only takes filters, augment, recipe, morphology; got {', '.join(unknown)}")
+        parser.error(f"--only takes {', '.join(GROUPS)}; got {', '.join(unknown)}")
     import jax
 
     if jax.default_backend() != "gpu" and not args.quick:
