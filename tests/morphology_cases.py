@@ -28,6 +28,9 @@ FOOTPRINTS = {
     "disk5": {"footprint": "disk", "size": 5},
     "cross": {"footprint": "cross"},
     "asymmetric": {"footprint": [[1, 0, 0, 1], [0, 0, 1, 1], [1, 1, 0, 0]]},  # off-centre, not symmetric
+    # its centre left out: erosion and dilation (reflected) take disjoint sets, so the
+    # gradient can be negative anywhere (an integer one saturates at 0)
+    "no_centre": {"footprint": [[1, 1, 0], [0, 0, 1]]},
 }
 
 
@@ -38,10 +41,10 @@ def scipy_footprint(options) -> np.ndarray:
 
 
 def grey_reference(name, plane, options, mode, cval=0.0):
-    """scipy's result on one 2-D plane; an integer top-hat saturated at 0 where scipy's
-    unsigned difference wraps around (imgproc's rule: integers saturate)."""
+    """scipy's result on one 2-D plane; an integer difference (top-hat, gradient) saturated
+    at 0 where scipy's unsigned difference wraps around (imgproc's rule: integers saturate)."""
     fp = scipy_footprint(options)
-    if np.issubdtype(plane.dtype, np.integer) and name in ("white_tophat", "black_tophat"):
+    if np.issubdtype(plane.dtype, np.integer) and name in ("white_tophat", "black_tophat", "morphological_gradient"):
         info = np.iinfo(plane.dtype)
         wide = GREY[name](plane.astype(np.float64), footprint=fp, mode=mode, cval=cval)
         return np.clip(wide, info.min, info.max).astype(plane.dtype)

@@ -38,7 +38,13 @@ written once. A difference of an integer image
 saturates at 0 where scipy's wraps around (-1 becoming 255): that happens only near the
 border, where the extension of the first pass's result can lift an opening above the
 image or lower a closing below it (``mode="constant"``, or an even-sided or asymmetric
-footprint); everywhere else the top-hats are scipy's bit for bit too.
+footprint); everywhere else the top-hats are scipy's bit for bit too. The gradient
+saturates the same way, anywhere, when the footprint leaves out its centre (erosion and
+dilation then take disjoint sets, and the dilation can be the smaller); with the centre
+in, it is never negative.
+
+**float64** is computed in float32, as by every op (docs/guide.md, "dtypes and
+rounding"): the result is scipy's on the image rounded to float32, returned as float64.
 
 **Binary ops** follow ``scipy.ndimage.binary_*``: a pixel is set where it is nonzero; the
 outside is ``border_value``; the default footprint is scipy's 3×3 cross; ``iterations``
@@ -347,8 +353,8 @@ def erosion(image, *, size=None, footprint=None, mode="reflect", cval=0.0, layou
     """Grey erosion: the minimum over the footprint, per channel.
 
     Matches ``scipy.ndimage.grey_erosion(plane, size=size, footprint=footprint, mode=mode,
-    cval=cval)`` on each 2-D channel, bit for bit in every dtype (the module docstring:
-    footprints, how it runs). ``cv2.erode(img, np.ones((k, k)), borderType=
+    cval=cval)`` on each 2-D channel, bit for bit in every dtype but float64 (computed in
+    float32; the module docstring: footprints, how it runs, dtypes). ``cv2.erode(img, np.ones((k, k)), borderType=
     cv2.BORDER_REPLICATE)`` is ``mode="nearest"``.
 
     Args:
@@ -457,8 +463,9 @@ def black_tophat(image, *, size=None, footprint=None, mode="reflect", cval=0.0, 
 @callers_type
 def morphological_gradient(image, *, size=None, footprint=None, mode="reflect", cval=0.0, layout=None):
     """Morphological gradient, ``dilation(x) - erosion(x)``: the local range.
-    ``scipy.ndimage.morphological_gradient`` per channel, bit for bit; arguments as for
-    :func:`erosion`.
+    ``scipy.ndimage.morphological_gradient`` per channel, bit for bit (an integer
+    difference saturates at 0 where scipy's would wrap, which a footprint without its
+    centre allows: the module docstring); arguments as for :func:`erosion`.
 
     Example:
         >>> import numpy as np, imgproc

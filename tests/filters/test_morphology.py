@@ -72,6 +72,15 @@ def test_other_dtypes_are_exact(dtype, rng):
     np.testing.assert_array_equal(np.asarray(got.astype(jnp.float32)), np.asarray(want.astype(jnp.float32)))
 
 
+def test_float64_is_scipys_result_on_the_image_rounded_to_float32(rng):
+    x = rng.random((9, 11))  # float64, as skimage.img_as_float gives
+    for name in ("erosion", "opening", "morphological_gradient"):
+        got = getattr(imgproc, name)(x, size=(3, 4), mode="wrap")
+        assert got.dtype == np.float64
+        want = grey_reference(name, x.astype(np.float32), {"size": (3, 4)}, "wrap")
+        np.testing.assert_array_equal(got, want.astype(np.float64))
+
+
 ALL_OPS = sorted(GREY) + sorted(BINARY)
 
 
