@@ -80,7 +80,7 @@ def _check_per_channel(name, values, *, nonzero=False):
 # --------------------------------------------------------------------------- to float
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def to_float(image, *, max_value=None, layout=None):
     """The image as float32 in [0, 1]: ``x / max_value`` (255 for uint8, 65535 for uint16,
     1 for floats: float input is only cast). torchvision's ``ToTensor`` /
@@ -96,7 +96,7 @@ def to_float(image, *, max_value=None, layout=None):
     return x / jnp.asarray(m, jnp.float32)
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def normalize(image, mean, std, *, max_value=None, layout=None):
     """``(x / max_value - mean) / std`` per channel, as float32: torchvision's
     ``ToTensor()`` followed by ``Normalize(mean, std)`` (a uint8 image is first scaled to

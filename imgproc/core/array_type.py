@@ -10,7 +10,9 @@
   too).
 * **Input dtypes** (:func:`as_input`, the one place they are accepted): uint8, uint16,
   float16, bfloat16 and float32 as they are; float64 (what ``skimage.img_as_float`` and
-  float lists give) is computed in float32 and returned as float64; a Python list of
+  float lists give) is computed in float32 and returned as float64, except by an op with
+  a fixed output dtype (``fixed_dtype``: ``normalize``, ``to_float``, the derivative
+  filters, a pipeline with one of the first two), which returns that; a Python list of
   integers becomes uint8 when every value is in 0..255, uint16 when in 0..65535, and is
   refused otherwise. Other integer arrays (int32, int64, ...) are refused with the cast to
   make: their value range is ambiguous.
@@ -131,9 +133,16 @@ def _image_position(fn) -> tuple[int, str]:
     raise TypeError(f"{fn.__name__} has no image argument")
 
 
-def callers_type(fn):
+def callers_type(fn=None, *, fixed_dtype=False):
     """Decorate a public op (or pipeline method) taking ``image``/``images``: its input is
-    converted by :func:`as_input` and its result returned in the caller's array type."""
+    converted by :func:`as_input` and its result returned in the caller's array type.
+
+    ``fixed_dtype``: True for an op whose result has one dtype whatever the input's (its
+    ``OpInfo.out_dtype``), so that a float64 image's result is not cast back to float64;
+    for a method, a function of its object saying so (a pipeline with a ``normalize``
+    stage). Used as ``@callers_type`` or ``@callers_type(fixed_dtype=True)``."""
+    if fn is None:
+        return functools.partial(callers_type, fixed_dtype=fixed_dtype)
     pos, name = _image_position(fn)
 
     @functools.wraps(fn)
@@ -164,7 +173,9 @@ def callers_type(fn):
             out = jax.tree_util.tree_map(functools.partial(_to_numpy, inputs=inputs), out)
         else:
             out = jax.tree_util.tree_map(_to_jax, out)
-        return out if out_dtype is None else _cast_images(out, out_dtype)
+        if out_dtype is None or (fixed_dtype(args[0]) if callable(fixed_dtype) else fixed_dtype):
+            return out
+        return _cast_images(out, out_dtype)
 
     return wrapper
 

@@ -70,7 +70,7 @@ def _difference_filter(image, axis, smooth, *, mode, cval, layout, method, hints
     return apply_plan(as_float32(image), plan, mode=mode, cval=cval, layout=layout, hints=hints, fixes=[fix])
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def sobel(image, axis, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Sobel derivative of each channel along ``axis``: ``[-1, 0, 1]`` along it and
     ``[1, 2, 1]`` across it.
@@ -102,7 +102,7 @@ def sobel(image, axis, *, mode="reflect", cval=0.0, layout=None, method="auto", 
                               hints=hints)
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def prewitt(image, axis, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Prewitt derivative of each channel along ``axis``: ``[-1, 0, 1]`` along it and
     ``[1, 1, 1]`` across it.
@@ -120,7 +120,7 @@ def prewitt(image, axis, *, mode="reflect", cval=0.0, layout=None, method="auto"
                               hints=hints)
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def laplace(image, *, mode="reflect", cval=0.0, layout=None, method="auto", hints=None):
     """Discrete Laplacian of each channel: ``[1, -2, 1]`` along the rows plus along the
     columns (:func:`imgproc.kernels.laplacian`).
@@ -145,7 +145,7 @@ def _gaussian_terms(sigma, size, truncate, orders):
     return terms, [(2, col, row) for col, row in terms]
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def gaussian_laplace(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None,
                      method="auto", hints=None):
     """Laplacian of Gaussian of each channel: the second Gaussian derivative along the rows
@@ -180,7 +180,7 @@ def _magnitude_body(x, plans, cval, fixes, *, mode, methods, axes, in_place, fin
     return magnitude(total)
 
 
-@callers_type
+@callers_type(fixed_dtype=True)  # float32 out
 def gaussian_gradient_magnitude(image, sigma, *, size=None, truncate=4.0, mode="reflect", cval=0.0, layout=None,
                                 method="auto", hints=None):
     """Gradient magnitude with Gaussian derivatives, per channel: ``hypot(gaussian_blur(x,

@@ -65,6 +65,14 @@ EXACT_AFTER = 16  # bucket="auto": images of a size run in canvases before it ge
 EQUAL_PIPELINES = KeptPrograms(64)
 
 
+def returns_fixed_dtype(pipeline) -> bool:
+    """Whether ``pipeline`` (a :class:`Pipeline`, or a recipe: anything with
+    ``output_dtype``) returns one dtype whatever its input's: it has a ``normalize`` or
+    ``to_float`` stage. A float64 batch's result is then that dtype, not float64
+    (:func:`imgproc.core.array_type.callers_type`)."""
+    return pipeline.output_dtype(np.float64) != np.float64
+
+
 def _sharing_key(stages, layout, bucket):
     """What makes two pipelines run the same programs: each stage's op (the registered
     entry itself) and options, the layout and the bucket rule; None when an option is an
@@ -257,7 +265,7 @@ class Pipeline:
         return self._call_batch(images, key=key, indices=indices, return_params=return_params, targets=targets,
                                 min_box_area=min_box_area, min_box_visibility=min_box_visibility)
 
-    @callers_type
+    @callers_type(fixed_dtype=returns_fixed_dtype)
     def _call_batch(self, images, *, key, indices, return_params, targets, min_box_area, min_box_visibility):
         if targets is not None:
             return self._with_targets(images, targets, key=key, indices=indices, params=None,
@@ -282,7 +290,7 @@ class Pipeline:
         return self._apply_batch(images, params, indices=indices, targets=targets, min_box_area=min_box_area,
                                  min_box_visibility=min_box_visibility)
 
-    @callers_type
+    @callers_type(fixed_dtype=returns_fixed_dtype)
     def _apply_batch(self, images, params, *, indices, targets, min_box_area, min_box_visibility):
         if targets is not None:
             return self._with_targets(images, targets, key=None, indices=indices, params=tuple(params),
@@ -445,7 +453,7 @@ class Pipeline:
         return move_targets(self.stages[plan.stop:], rules[plan.stop:], params[plan.stop:], tuple(fixed), layout, moved,
                             max_value=dtype_max(jnp.dtype(dtype)), min_area=min_area, min_visibility=min_visibility)
 
-    @callers_type
+    @callers_type(fixed_dtype=returns_fixed_dtype)
     def _canvas_call(self, images, true_hw, *, key, indices, params, layout, return_params):
         images, layout = check_image(images, layout)
         # host arrays unless traced: the per-core split slices them without a program of its own

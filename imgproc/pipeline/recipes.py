@@ -69,7 +69,7 @@ from imgproc.core.program_cache import KeptPrograms, enable_compilation_cache
 from imgproc.core.validate import (check_choice, check_indices, check_key, check_number, check_range, check_size_pair,
                                    is_int, is_traced)
 from imgproc.cpu import IntoBuffer, host_buffer
-from imgproc.pipeline.pipeline import Pipeline
+from imgproc.pipeline.pipeline import Pipeline, returns_fixed_dtype
 from imgproc.pipeline.variable_size import is_image_list
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "MIX_STREAM", "Recipe", "detection_train", "get", "imagenet_eval",
@@ -331,7 +331,7 @@ class Recipe:
             return None
         return check_key(key)
 
-    @callers_type
+    @callers_type(fixed_dtype=returns_fixed_dtype)
     def _call_batch(self, images, labels, *, key, indices, targets, num_classes, augmented=False):
         key = self._key(key)
         if targets is not None:

@@ -127,6 +127,30 @@ def test_float64_is_computed_in_float32_and_returned_as_float64():
     assert imgproc.gaussian_blur(x.tolist(), 1.0).dtype == np.float64  # a float list is float64
 
 
+def test_an_op_with_a_fixed_output_dtype_returns_it_for_float64_too():
+    """normalize, to_float and the derivative filters return float32 for every input
+    (their OpInfo.out_dtype), float64 included; so do pipelines and recipes with a
+    normalize stage, as their output_dtype says."""
+    from imgproc.core.registry import lookup, registered_ops
+    x = np.random.default_rng(0).random((8, 9, 3))  # float64
+    fixed = [name for name in registered_ops() if lookup(name).out_dtype is not None]
+    assert {"normalize", "to_float", "sobel", "prewitt", "laplace", "gaussian_laplace",
+            "gaussian_gradient_magnitude"} <= set(fixed)
+    options = {"normalize": {"mean": 0.5, "std": 0.25}, "sobel": {"axis": 0}, "prewitt": {"axis": 1},
+               "gaussian_laplace": {"sigma": 1.0}, "gaussian_gradient_magnitude": {"sigma": 1.0}}
+    for name in fixed:
+        got = getattr(imgproc, name)(x, **options.get(name, {}))
+        assert got.dtype == np.dtype(lookup(name).out_dtype), name
+        want = getattr(imgproc, name)(x.astype(np.float32), **options.get(name, {}))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    for spec in ([{"op": "normalize", "mean": 0.5, "std": 0.25}], [{"op": "to_float"}, {"op": "sharpen"}],
+                 [{"op": "sharpen"}]):
+        pipe = imgproc.Pipeline(spec)
+        assert pipe(x).dtype == pipe.output_dtype(np.float64) == pipe.apply(x, [None] * len(spec)).dtype, spec
+    recipe = imgproc.recipes.imagenet_eval(8, 8)  # ends with normalize
+    assert recipe(x[None], key=0)["images"].dtype == recipe.output_dtype(np.float64) == np.float32
+
+
 @pytest.mark.parametrize("values, dtype", [([[0, 128], [255, 3]], np.uint8), ([[0, 1000], [65535, 3]], np.uint16)])
 def test_integer_lists_become_uint8_or_uint16(values, dtype):
     got = imgproc.box_blur(values, 1)
