@@ -81,13 +81,18 @@ def _hsv_to_rgb(hue, saturation, value):
 @compiled_when_eager
 def hsv_to_rgb(image, *, layout=None):
     """HSV to RGB, float32, the inverse of :func:`rgb_to_hsv` (``dm_pix.hsv_to_rgb``). The hue
-    is taken modulo 1 first (a hue of 1.2 is 0.2), as dm-pix and TensorFlow do.
+    is taken modulo 1 first (a hue of 1.2 is 0.2), as dm-pix and TensorFlow do. It takes
+    what :func:`rgb_to_hsv` returns: a float image, hue and saturation in [0, 1]; an
+    integer image (whose hue would always be 0) is refused.
 
     Example:
         >>> import numpy as np, imgproc
         >>> np.asarray(imgproc.hsv_to_rgb(np.array([[[1.0, 1.0, 1.0]]], np.float32))).tolist()
         [[[1.0, 0.0, 0.0]]]
     """
+    if jnp.issubdtype(image.dtype, jnp.integer):
+        raise ValueError(f"hsv_to_rgb takes a float HSV image (what rgb_to_hsv returns: hue and saturation in "
+                         f"[0, 1]); got {image.dtype}")
     return on_planes(image, layout, "hsv_to_rgb", _hsv_to_rgb)[0]
 
 

@@ -30,6 +30,8 @@ def _box_mask(shape, layout, top, left, height, width):
 def erase(image, top, left, height, width, *, value=0.0, layout=None):
     """Set the box ``rows [top, top + height) x cols [left, left + width)`` to ``value``
     (a number or one value per channel, in the image's own range); box bounds may be traced.
+    A fractional bound selects the pixels whose index lies in the half-open range (``top=1.5``
+    starts at row 2); ``height`` and ``width`` must be >= 0.
 
     The fill of ``torchvision.transforms.functional.erase``. Shape and dtype kept.
 
@@ -39,9 +41,16 @@ def erase(image, top, left, height, width, *, value=0.0, layout=None):
         [[1, 1, 1], [1, 0, 1], [1, 0, 1]]
     """
     image, layout = check_image(image, layout)
+    for name, bound in (("top", top), ("left", left)):
+        check_number(name, bound)
+    for name, extent in (("height", height), ("width", width)):
+        check_number(name, extent, low=0)
     mask = _box_mask(image.shape, layout, jnp.asarray(top), jnp.asarray(left), height, width)
     val = jnp.asarray(value, jnp.float32)
     cax = channel_axis(layout)
+    channels = 1 if cax is None else image.shape[cax]
+    if val.ndim > 1 or (val.ndim == 1 and val.shape[0] not in (1, channels)):
+        raise ValueError(f"value must be a number or one value per channel ({channels}); got shape {val.shape}")
     if val.ndim == 1 and cax is not None:
         vshape = [1] * image.ndim
         vshape[cax] = val.shape[0]

@@ -21,7 +21,7 @@ from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import below, bernoulli, doctests, maybe, random_op, scaled, uniform, uniforms
 from imgproc.core.registry import CanvasForm, OpInfo, register_ops, takes
-from imgproc.core.validate import (SAMPLE_MODES, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
+from imgproc.core.validate import (SAMPLE_MODES, check_bool, check_choice, check_number, check_range, check_sample_mode, check_size_pair,
                                is_traced)
 from imgproc.augment.common import back, crop_window_params, fixed_size, hw, to_float
 from imgproc.augment.resample import filter_taps, resample_axis, tap_count
@@ -81,8 +81,9 @@ def _fitting_size(size, shape, layout):
 def crop(image, top, left, *, size, layout=None):
     """Cut the ``size = (height, width)`` window whose top-left pixel is ``(top, left)``.
 
-    ``size`` is static; ``top`` and ``left`` may be traced (``lax.dynamic_slice``: a window
-    reaching past the border is moved back inside, as XLA clamps start indices).
+    ``size`` is static; ``top`` and ``left`` may be traced. A window reaching past the
+    border is moved back inside: ``top`` is clamped to ``[0, H - height]`` and ``left``
+    to ``[0, W - width]`` (a negative start is 0, not counted from the far edge).
 
     Example:
         >>> import numpy as np, imgproc
@@ -93,8 +94,12 @@ def crop(image, top, left, *, size, layout=None):
     image, layout = check_image(image, layout)
     sh, sw = _fitting_size(size, image.shape, layout)
     a, b = spatial_axes(layout)
-    x = jax.lax.dynamic_slice_in_dim(jnp.asarray(image), jnp.asarray(top, jnp.int32), sh, axis=a)
-    return jax.lax.dynamic_slice_in_dim(x, jnp.asarray(left, jnp.int32), sw, axis=b)
+    h, w = hw(image.shape, layout)
+    # clamped here: lax.dynamic_slice would count a negative start from the far edge
+    top = jnp.clip(jnp.asarray(top, jnp.int32), 0, h - sh)
+    left = jnp.clip(jnp.asarray(left, jnp.int32), 0, w - sw)
+    x = jax.lax.dynamic_slice_in_dim(jnp.asarray(image), top, sh, axis=a)
+    return jax.lax.dynamic_slice_in_dim(x, left, sw, axis=b)
 
 
 @callers_type
@@ -126,6 +131,8 @@ def resized_crop(image, top, left, height, width, *, size, antialias=True, layou
         height, width = _held_box({"height": height, "width": width}, hw(image, layout))
         return _resized_crop_taps(image, top, left, height, width, size, antialias, layout,
                                   taps=_crop_taps(hw(image, layout), size, antialias))
+    check_number("top", top)
+    check_number("left", left)
     check_number("height", height, low=0, low_open=True)
     check_number("width", width, low=0, low_open=True)
     taps = _crop_taps((float(height), float(width)), size, antialias)
@@ -147,6 +154,7 @@ def _resized_crop_program(image, top, left, height, width, *, size, antialias, l
 def _crop_taps(max_box, size, antialias) -> tuple[int, int]:
     """The taps per output pixel of a resized crop to ``size`` of a box at most ``max_box``
     (static ``(height, width)``), per axis."""
+    check_bool("antialias", antialias)
     return tuple(tap_count("linear", bound / n_out, antialias) for bound, n_out in zip(max_box, size))
 
 
@@ -223,6 +231,7 @@ def sample(image, rows, cols, *, mode="constant", cval=0.0, layout=None):
     """
     image, layout = check_image(image, layout)
     mode = check_sample_mode(mode)
+    check_number("cval", cval)
     a, b = spatial_axes(layout)
     h, w = hw(image, layout)
     x = jnp.moveaxis(to_float(jnp.asarray(image)), (a, b), (0, 1))

@@ -26,7 +26,7 @@ from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import doctests, random_op, scaled, uniforms
 from imgproc.core.registry import CanvasForm, OpInfo, TargetRule, register_ops, resolve_targets
-from imgproc.core.validate import MODE_CHECK, check_choice, check_mode, check_number, check_range, check_size_pair
+from imgproc.core.validate import MODE_CHECK, check_bool, check_choice, check_mode, check_number, check_range, check_size_pair
 
 __all__ = ["RESIZE_METHODS", "center_crop", "letterbox", "pad", "random_resize", "resize", "resize_shorter"]
 
@@ -164,6 +164,7 @@ def resize(image, size, *, method="linear", antialias=True, layout=None):
     """
     out_hw = check_size_pair("size", size)
     method = _check_method(method)
+    check_bool("antialias", antialias)
     image, layout = check_image(image, layout)
     return _resize(jnp.asarray(image), out_hw, layout, method, antialias)
 
@@ -227,6 +228,7 @@ def resize_shorter(image, size, *, max_size=None, method="linear", antialias=Tru
     """
     size, max_size = _check_shorter(size, max_size)
     method = _check_method(method)
+    check_bool("antialias", antialias)
     image, layout = check_image(image, layout)
     h, w = hw(image, layout)
     return _resize(jnp.asarray(image), shorter_side_size(h, w, size, max_size), layout, method, antialias)
@@ -379,6 +381,7 @@ def letterbox(image, size, *, cval=0.0, method="linear", antialias=True, layout=
     """
     oh, ow = check_size_pair("size", size)
     method = _check_method(method)
+    check_bool("antialias", antialias)
     check_number("cval", cval)
     image, layout = check_image(image, layout)
     h, w = hw(image, layout)

@@ -27,7 +27,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout
+from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout, check_per_image
 
 # The precision every matrix product and convolution of the library states (tests/test_precision.py
 # checks each traced program): float32 products on every backend. Left to the backend, a
@@ -110,8 +110,11 @@ def dtype_max(dtype) -> float:
 
 
 def resolve_max(max_value, dtype):
-    """The ``max_value`` an op uses: the given one, else the range of ``dtype``."""
-    return dtype_max(dtype) if max_value is None else max_value
+    """The ``max_value`` an op uses: the given one (a finite number > 0, or one per image
+    of a batch; ``ValueError`` otherwise), else the range of ``dtype``."""
+    if max_value is None:
+        return dtype_max(dtype)
+    return check_per_image("max_value", max_value, low_open=True)
 
 
 def to_nhwc(x, layout):

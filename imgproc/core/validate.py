@@ -42,6 +42,7 @@ __all__ = [
     "LAYOUTS",
     "METHODS",
     "MODES",
+    "check_bool",
     "check_choice",
     "check_dtype",
     "check_indices",
@@ -147,6 +148,21 @@ def check_choice(name, value, allowed):
     if isinstance(value, (list, dict, np.ndarray)) or value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
     return value
+
+
+def check_bool(name, value) -> bool:
+    """``value`` if it is True or False (a static switch: ``antialias``, ``full_range``):
+    a string such as ``"no"`` would otherwise read as true.
+
+    Example:
+        >>> check_bool("antialias", "no")
+        Traceback (most recent call last):
+        ...
+        ValueError: antialias must be True or False; got 'no'
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def is_int(value) -> bool:

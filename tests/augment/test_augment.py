@@ -196,6 +196,18 @@ def test_random_crop_stays_inside():
         A.random_crop(KEY, x, size=(11, 2))
 
 
+@pytest.mark.parametrize("top, left, want", [(-1, 0, (0, 0)), (0, -1, (0, 0)), (-7, -30, (0, 0)), (9, 2, (6, 2)),
+                                             (2, 99, (2, 7))])
+def test_crop_moves_a_window_past_the_border_back_inside(top, left, want):
+    """A negative start is clamped to 0 (lax.dynamic_slice alone would count it from the
+    far edge), a start past the end to the last place the window fits; eager and jit."""
+    x = (np.arange(10)[:, None] * 100 + np.arange(13)[None, :]).astype(np.uint16)
+    expected = x[want[0]:want[0] + 4, want[1]:want[1] + 6]
+    np.testing.assert_array_equal(A.crop(x, top, left, size=(4, 6)), expected)
+    traced = jax.jit(lambda t, l: A.crop(x, t, l, size=(4, 6)))(top, left)
+    np.testing.assert_array_equal(np.asarray(traced), expected)
+
+
 def test_resized_crop_identity_and_plain_crop():
     x = batch(1, 9, 11, np.float32)[0]
     np.testing.assert_allclose(A.resized_crop(x, 0, 0, 9, 11, size=(9, 11)), x, atol=1e-5)
@@ -293,6 +305,9 @@ def test_resized_crop_bad_box():
         A.resized_crop(np.zeros((8, 8, 3), np.float32), 0, 0, 0, 4, size=(4, 4))
     with pytest.raises(ValueError, match="width"):
         A.resized_crop(np.zeros((8, 8, 3), np.float32), 0, 0, 4, -1.0, size=(4, 4))
+    for name, box in (("top", (np.nan, 0, 4, 4)), ("left", (0, np.inf, 4, 4))):
+        with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+            A.resized_crop(np.zeros((8, 8, 3), np.float32), *box, size=(4, 4))
 
 
 @pytest.mark.parametrize("mode", ["constant", "nearest", "reflect", "mirror"])

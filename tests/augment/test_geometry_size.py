@@ -265,6 +265,20 @@ def test_size_ops_in_a_pipeline_round_trip_their_spec():
     (lambda: imgproc.random_resize(0, U8, size=(8, 8), scale=(2.0, 1.0)), "scale must be a pair low <= high"),
     (lambda: imgproc.random_resize(0, U8, size=(8, 8), method="area"), "method must be one of 'linear'"),
     (lambda: imgproc.Pipeline([{"op": "resize", "size": [0, 4]}])(U8), "size must be positive integers"),
+    (lambda: imgproc.resize(U8, (3, 4), antialias="no"), "antialias must be True or False"),
+    (lambda: imgproc.resize_shorter(U8, 8, antialias=None), "antialias must be True or False"),
+    (lambda: imgproc.letterbox(U8, 5, antialias=1), "antialias must be True or False"),
+    (lambda: imgproc.resized_crop(U8, 0, 0, 4, 4, size=(2, 2), antialias="yes"), "antialias must be True or False"),
+    (lambda: imgproc.rotate(U8, 30.0, cval=float("nan")), "cval must be a finite number"),
+    (lambda: imgproc.translate(U8, 1, 0, cval=float("inf")), "cval must be a finite number"),
+    (lambda: imgproc.sample(U8, np.zeros((2, 2)), np.zeros((2, 2)), cval=float("nan")), "cval must be a finite number"),
+    (lambda: imgproc.erase(U8, 1, 1, -2, 2), r"height must be a finite number in \[0, inf\)"),
+    (lambda: imgproc.erase(U8, 1, float("nan"), 2, 2), "left must be a finite number"),
+    (lambda: imgproc.erase(U8, 1, 1, 2, 2, value=(1, 2)), r"value must be a number or one value per channel \(3\)"),
+    (lambda: imgproc.adjust_brightness(U8, 0.5, max_value=0), "max_value must be a finite number > 0"),
+    (lambda: imgproc.rgb_to_lab(U8, max_value=0), "max_value must be a finite number > 0"),
+    (lambda: imgproc.invert(U8, max_value=float("nan")), "max_value must be a finite number > 0"),
+    (lambda: imgproc.hsv_to_rgb(U8), "hsv_to_rgb takes a float HSV image"),
 ])
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
