@@ -86,6 +86,8 @@ def check_number(name, value, *, low=None, high=None, low_open=False):
     if is_traced(value):
         return value
     try:
+        if isinstance(value, (str, bytes)):  # float("1") would pass, and the op then fail later
+            raise TypeError
         v = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a finite number; got {value!r}") from None

@@ -279,6 +279,8 @@ def test_size_ops_in_a_pipeline_round_trip_their_spec():
     (lambda: imgproc.rgb_to_lab(U8, max_value=0), "max_value must be a finite number > 0"),
     (lambda: imgproc.invert(U8, max_value=float("nan")), "max_value must be a finite number > 0"),
     (lambda: imgproc.hsv_to_rgb(U8), "hsv_to_rgb takes a float HSV image"),
+    (lambda: imgproc.gaussian_blur(U8, "1"), "sigma must be a finite number"),
+    (lambda: imgproc.rotate(U8, "30"), "angle must be a finite number"),
 ])
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
