@@ -108,7 +108,7 @@ def auto_choice(image, *, max_value=None, layout=None):
     many sizes compile a program per canvas side, not per image size (``imgproc denoise
     --verbose``); the numbers are the image's own, bit for bit."""
     image, layout = prepare(image, layout)
-    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    mv = resolve_max(max_value, image.dtype)
     x = np.asarray(to_nhwc(np.asarray(image, np.float32), layout))  # on the host: no program a size
     n, h, w, c = x.shape
     b, side = DECIDE_BORDER, canvas_side(max(h, w) + 2 * DECIDE_BORDER)
@@ -134,7 +134,7 @@ def _denoise_auto(image, *, sigma=None, max_value=None, layout=None, patch_size=
     search_size = check_odd("search_size", search_size, high=51)
     check_per_image("sigma", sigma, allow_none=True)
     image, layout = prepare(image, layout)
-    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    mv = resolve_max(max_value, image.dtype)
     s = -1.0 if sigma is None else sigma
     sizes, offset = (None, None) if true_hw is None else true_hw
     return _auto(image, jnp.asarray(mv, jnp.float32), jnp.asarray(s, jnp.float32), sizes, layout=layout,

@@ -15,7 +15,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import resolve_max, to_bhwc, to_nhwc
 from imgproc.core.boundary import extended_band
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
-from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image
+from imgproc.core.validate import MODE_CHECK, check_odd
 from imgproc.cpu import flat_argument, from_flat, in_own_loop
 from imgproc.restoration.common import per_image, prepare
 
@@ -270,7 +270,7 @@ def impulse_fraction(image, *, max_value=None, layout=None):
         0.04
     """
     image, layout = prepare(image, layout)
-    max_value = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    max_value = resolve_max(max_value, image.dtype)
     return per_image(_impulse_fraction(image, jnp.asarray(max_value, jnp.float32), layout=layout), layout)
 
 

@@ -141,7 +141,7 @@ def tv_chambolle(image, *, weight=0.1, n_iter=200, eps=2e-4, max_value=None, lay
     if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
         raise ValueError(f"n_iter must be an integer >= 1; got {n_iter!r}")
     image, layout = prepare(image, layout)
-    mv = check_per_image("max_value", resolve_max(max_value, image.dtype), low_open=True)
+    mv = resolve_max(max_value, image.dtype)
     w = jnp.asarray(weight, jnp.float32) * jnp.asarray(mv, jnp.float32)
     return _tv_chambolle(image, w, jnp.asarray(eps, jnp.float32), n_iter=int(n_iter), layout=layout)
 
