@@ -18,6 +18,7 @@ __all__ = ["in_own_loop"]
 
 def in_own_loop(fn, x):
     """``fn(x)``, computed by loops of its own on CPU (other backends: ``fn(x)`` as it is).
+    ``x``: an array, or a tuple of arrays (the predicate reads the first).
 
     An ``optimization_barrier`` does not do this (XLA removes it before fusing), but a
     conditional's result is a buffer of its own. Both branches are ``fn``, so the
@@ -26,6 +27,8 @@ def in_own_loop(fn, x):
     before). Not on GPUs, where a conditional waits for its predicate on the host, and not
     outside tracing: an eager call runs op by op, where nothing is fused, and an eager
     conditional would trace ``fn`` again on every call."""
-    if x.size == 0 or jax.default_backend() != "cpu" or not isinstance(x, jax.core.Tracer):
+    leaves = jax.tree_util.tree_leaves(x)
+    first = leaves[0]
+    if first.size == 0 or jax.default_backend() != "cpu" or not any(isinstance(v, jax.core.Tracer) for v in leaves):
         return fn(x)
-    return lax.cond(x.reshape(-1)[0] == 0, fn, fn, x)
+    return lax.cond(first.reshape(-1)[0] == 0, fn, fn, x)

@@ -160,11 +160,39 @@ def _gather(x, idx, axis: int, cval):
     return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=axis)
 
 
-def _shifted_sum(xe, terms, out_shape, axes):
+SUM_ONE_LOOP_MAX_READS = 250
+"""A shifted sum reading more slices than this (a 2-D kernel of more than 250 weights, a
+1-D pass of more than 250 taps) runs on CPU as loops of :data:`SUM_LOOP_TERMS` terms
+each, the running sum in a buffer between them, in the same order of additions. LLVM's
+code for one loop of some 250 reads or more runs several times slower, and on an image
+smaller than a 23x23 kernel its compile took gigabytes and aborted the process; below it,
+one loop is faster (benchmarks/NOTES.md, "Shifted sums of many terms")."""
+SUM_LOOP_TERMS = 48
+
+
+def _reads(terms, axes) -> int:
+    """How many slices a shifted sum of ``terms`` reads (a 1-D pair term reads two)."""
+    return sum(2 if len(axes) == 1 and len(offs) == 2 else 1 for _, offs in terms)
+
+
+def _shifted_sum(xe, terms, out_shape, axes, start=None):
     """``sum_t w_t * xe[offset_t : offset_t + out_shape]`` over the given axes.
 
     A term's offsets tuple holds one offset per axis in ``axes``; a 1-D pair term
-    ``(k, k2)`` (only with a single axis) adds the two slices before multiplying."""
+    ``(k, k2)`` (only with a single axis) adds the two slices before multiplying.
+    ``start``: a sum of earlier terms that these add to, one after the other. More than
+    :data:`SUM_ONE_LOOP_MAX_READS` reads run in loops of their own on CPU."""
+    if _reads(terms, axes) <= SUM_ONE_LOOP_MAX_READS:
+        return _sum_in_one_loop(xe, terms, out_shape, axes, start)
+    out = start
+    for first in range(0, len(terms), SUM_LOOP_TERMS):
+        chunk = terms[first:first + SUM_LOOP_TERMS]
+        out = in_own_loop(lambda v, chunk=chunk: _sum_in_one_loop(v[1], chunk, out_shape, axes, v[0]), (out, xe))
+    return out
+
+
+def _sum_in_one_loop(xe, terms, out_shape, axes, start):
+    """:func:`_shifted_sum` as one expression, which XLA fuses into one loop."""
     def sl(offsets):
         starts = [0] * xe.ndim
         limits = list(xe.shape)
@@ -173,7 +201,7 @@ def _shifted_sum(xe, terms, out_shape, axes):
             limits[ax] = off + out_shape[ax]
         return jax.lax.slice(xe, starts, limits)
 
-    out = None
+    out = start
     for w, offs in terms:
         if len(axes) == 1 and len(offs) == 2:
             v = sl((offs[0],)) + sl((offs[1],))
@@ -495,6 +523,11 @@ def _correlate_direct_rows(x, kernel2d, c, mode, cval, in_place):
         terms = [(w, (i, j * c)) for w, (i, j) in terms]
         cols_idx = np.array([i * c + ch if i >= 0 else -1 for i in cols_idx for ch in range(c)])
         W, bl, er, kw, in_w = W * c, bl * c, er * c, (kw - 1) * c + 1, in_w * c
+    if _reads(terms, axes) > SUM_ONE_LOOP_MAX_READS:
+        # the sum runs in loops: over the image extended once (a copy), not over an
+        # interior and border blocks, each block gathered again by every loop
+        xe = in_own_loop(lambda v: _gather(_gather(v, rows_idx, 1, cval), cols_idx, 2, cval), x)
+        return _shifted_sum(xe, terms, x.shape, axes)
     if in_h <= 0 or in_w <= 0 or kh * kw == 1:
         xe = _gather(_gather(x, rows_idx, 1, cval), cols_idx, 2, cval)
         return _shifted_sum(xe, terms, x.shape, axes)

@@ -228,6 +228,101 @@ def test_direct_matches_scipy(mode, bands, rng):
         _check(f(x), _ref_direct(x, k, mode))
 
 
+# kernels of more than SUM_ONE_LOOP_MAX_READS weights: the image extended once, summed in
+# loops of SUM_LOOP_TERMS terms; with an interior, on an image smaller than the
+# kernel (once a process abort in XLA's compile), with channels merged, with zero weights
+MANY_TERMS_CASES = [
+    ((2, 30, 26), (17, 17)),
+    ((1, 1, 2), (23, 23)),
+    ((1, 5, 4, 3), (17, 18)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_direct_kernel_of_many_terms_matches_scipy_and_the_one_loop_sum(mode, rng, monkeypatch):
+    from imgproc.filters import separable
+
+    for shape, kshape in MANY_TERMS_CASES:
+        x = _planes(rng, shape)
+        k = rng.standard_normal(kshape)
+        k[::3, 1::4] = 0.0  # skipped terms
+        k /= np.abs(k).sum()  # results within [-1, 1], as TOL assumes
+        assert np.count_nonzero(k) > separable.SUM_ONE_LOOP_MAX_READS
+        in_loops = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))(x)
+        _check(in_loops, _ref_padded(x, k, mode))
+        with monkeypatch.context() as m:  # the same additions in one loop
+            m.setattr(separable, "SUM_ONE_LOOP_MAX_READS", k.size)
+            one_loop = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))(x)
+        # the same float32 values, but where XLA folds the terms that read cval into constants
+        np.testing.assert_allclose(np.asarray(in_loops), np.asarray(one_loop), rtol=0,
+                                   atol=1e-7 if mode == "constant" else 0)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "constant"])
+def test_a_pass_of_many_terms_matches_scipy(mode, rng):
+    # a symmetric 261-tap kernel: 131 pair terms, 262 reads, past SUM_ONE_LOOP_MAX_READS;
+    # along H and along W, with an interior and with none
+    from imgproc.filters.separable import SUM_ONE_LOOP_MAX_READS
+
+    half = rng.random(131)
+    long = np.concatenate([half, half[-2::-1]])
+    long /= long.sum()
+    assert 2 * (long.size // 2) > SUM_ONE_LOOP_MAX_READS
+    short = np.array([0.25, 0.5, 0.25])
+    for shape in [(1, 270, 262), (1, 9, 4, 3)]:
+        x = _planes(rng, shape)
+        for kr, kc in [(long, short), (short, long)]:
+            out = jax.jit(lambda a, kr=kr, kc=kc: correlate_separable(a, kr, kc, mode=mode, cval=CVAL))(x)
+            _check(out, _ref_separable(x, kr, kc, mode))
+
+
+_NUMPY_PADS = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap", "constant": "constant"}
+
+
+def _ref_padded(x, k, mode):
+    """scipy's correlation of each plane of ``x`` computed as numpy's border and a sum of
+    windows, in float64: scipy 1.17's own ``correlate`` in mode ``"reflect"`` returns
+    wrong values for a kernel much larger than the image (its reflection runs out)."""
+    if x.ndim == 4:
+        return np.moveaxis(np.stack([_ref_padded(x[..., c], k, mode) for c in range(x.shape[3])]), 0, -1)
+    (kh, kw), k = k.shape, np.asarray(k, np.float64)
+    extra = {"constant_values": CVAL} if mode == "constant" else {}
+    pad = ((0, 0), (kh // 2, kh - 1 - kh // 2), (kw // 2, kw - 1 - kw // 2))
+    xp = np.pad(x.astype(np.float64), pad, mode=_NUMPY_PADS[mode], **extra)
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))
+    return np.einsum("phwij,ij->phw", windows, k)
+
+
+@CPU_LOOPS
+def test_a_direct_kernel_of_many_terms_runs_in_loops_of_at_most_so_many_terms():
+    from imgproc.filters.separable import SUM_LOOP_TERMS, SUM_ONE_LOOP_MAX_READS
+
+    x = np.zeros((1, 40, 40), np.float32)
+    for n in (15, 16, 23):  # 225 weights: one loop; 256 and 529: the padded image, then loops
+        loops = _conditionals(lambda a: correlate_direct(a, np.ones((n, n), np.float32)), x)
+        expected = 0 if n * n <= SUM_ONE_LOOP_MAX_READS else 1 + -(-n * n // SUM_LOOP_TERMS)
+        assert loops == expected, (n, loops)
+
+
+def test_a_large_direct_kernel_on_a_tiny_image_compiles_in_bounded_memory():
+    """A 23x23 kernel on a 1x2 image once made XLA:CPU's compile take more than 5 GB and
+    abort the process (std::bad_alloc); in loops it takes about 0.3 GB. The child runs
+    with 3 GB of address space."""
+    import subprocess
+    import sys
+
+    from subprocesses import python_env
+
+    code = ("import resource, numpy as np, imgproc\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+            "k = np.random.default_rng(0).random((23, 23)).astype(np.float32)\n"
+            "out = imgproc.correlate(np.ones((1, 2), np.float32), k, mode='wrap', method='direct')\n"
+            "print(round(float(out[0, 0] / k.sum()), 4))\n")
+    run = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "1.0"
+
+
 @CPU_LOOPS
 def test_feeds_next_hint_selects_the_band_writes_and_keys_the_stage():
     import imgproc
