@@ -63,8 +63,11 @@ def median_network(n):
     return tuple(reversed(kept))
 
 
-# sizes up to this use the selection network; larger ones sort the stacked copies
-_NETWORK_MAX_SIZE = 5
+# sizes up to this use the selection network; larger ones sort the stacked copies, which
+# XLA:CPU does with a comparator call per comparison for each value, a thousand times
+# slower than the network at 7x7; the 11x11 network (1,137 comparators) compiles in
+# seconds, the 15x15 one (2,750) took a minute and gigabytes (benchmarks/NOTES.md, "Median")
+_NETWORK_MAX_SIZE = 11
 
 
 def _window_median(shifted, size, c):
@@ -76,8 +79,8 @@ def _window_median(shifted, size, c):
     3x3: each column of three is sorted once (shared by the three windows that contain
     it); the median is then ``med3(max of the minima, med3 of the middles, min of the
     maxima)`` (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators
-    of the 9-input network. 5x5: the pruned network (:func:`median_network`); larger sizes
-    sort the stacked copies."""
+    of the 9-input network. 5x5 to 11x11: the pruned network (:func:`median_network`);
+    larger sizes sort the stacked copies."""
     r = size // 2
     rows = [shifted(i) for i in range(size)]
     width = rows[0].shape[-1] - 2 * r * c
@@ -181,9 +184,10 @@ def median(image, *, size=3, mode="reflect", layout=None):
 
     Matches ``scipy.ndimage.median_filter(plane, size, mode=mode)`` on each channel (exactly:
     the median is one of the values), hence ``cv2.medianBlur(img, size)`` for uint8 images
-    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 5 run a
+    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 11 run a
     selection network (Batcher's odd-even merge sort pruned to the median wire) over
-    shifted copies, in the input dtype; larger odd sizes sort the stacked copies.
+    shifted copies, in the input dtype; larger odd sizes sort the stacked copies, much more
+    slowly.
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
