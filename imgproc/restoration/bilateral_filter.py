@@ -14,6 +14,7 @@ from imgproc.core.arrays import from_nhwc, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image, is_traced
+from imgproc.cpu import in_own_loop
 from imgproc.restoration.common import prepare
 from imgproc.restoration.non_local_means import half_window
 
@@ -30,6 +31,15 @@ def bilateral_radius(sigma_spatial, size) -> int:
     return max(int(round(1.5 * float(sigma_spatial))), 1)
 
 
+BILATERAL_ONE_LOOP_MAX_OFFSETS = 24
+"""Windows of more offsets than this in their half (from 11x11) sum their weighted values in
+loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.in_own_loop`),
+the sums so far handed from one loop to the next in the same order: one loop of them all
+ran several times slower from about 21x21 (LLVM's code for very long loops, as for the
+shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop."""
+BILATERAL_LOOP_OFFSETS = 16
+
+
 def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     """Bilateral filter of (N, H, W, C) ``x`` (any dtype), computed in float32 on planes
     (N, C, H, W): with the channels innermost XLA's loops do not vectorise (slower).
@@ -39,7 +49,8 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     of one half of the window serves ``t`` and ``-t`` (as in :mod:`imgproc.restoration.non_local_means`):
     each map covers the image extended by ``r``, and pixel ``q`` receives ``w_t(q) x(q + t)``
     and ``w_t(q - t) x(q - t)``; the centre's weight is 1. Half the exponentials of the
-    plain loop (why: benchmarks/NOTES.md, "Bilateral")."""
+    plain loop (why: benchmarks/NOTES.md, "Bilateral"). Large windows in loops of
+    :data:`BILATERAL_LOOP_OFFSETS` offsets on CPU."""
     n, h, w, c = x.shape
     pad = 2 * r  # the maps cover the image extended by r, their offsets r more
     p = padded_planes(x, pad, mode)
@@ -49,20 +60,30 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     cc = -0.5 / (sigma_color * sigma_color)
     sc = -0.5 / (sigma_spatial * sigma_spatial)
     eh, ew = h + 2 * r, w + 2 * r
-    extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
-    num = p[:, :, pad:pad + h, pad:pad + w]
-    den = jnp.ones((n, 1, h, w), p.dtype)
-    for i, j in half_window(r).tolist():
-        if math.sqrt(i * i + j * j) > r:  # OpenCV's round window
-            continue
-        shifted = p[:, :, r + i:r + i + eh, r + j:r + j + ew]
-        dist = sum(jnp.abs(shifted[:, k:k + 1] - extended[:, k:k + 1]) for k in range(c))
-        wgt = jnp.exp(sc * float(i * i + j * j) + cc * dist * dist)  # the exponential last: read three times
-        w_fwd = wgt[:, :, r:r + h, r:r + w]
-        w_bwd = wgt[:, :, r - i:r - i + h, r - j:r - j + w]
-        num = (num + w_fwd * p[:, :, pad + i:pad + i + h, pad + j:pad + j + w]
-               + w_bwd * p[:, :, pad - i:pad - i + h, pad - j:pad - j + w])
-        den = den + w_fwd + w_bwd
+    offsets = [(i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r]  # OpenCV's round window
+
+    def add(sums, part):
+        num, den, p = sums
+        extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
+        for i, j in part:
+            shifted = p[:, :, r + i:r + i + eh, r + j:r + j + ew]
+            dist = sum(jnp.abs(shifted[:, k:k + 1] - extended[:, k:k + 1]) for k in range(c))
+            wgt = jnp.exp(sc * float(i * i + j * j) + cc * dist * dist)  # the exponential last: read three times
+            w_fwd = wgt[:, :, r:r + h, r:r + w]
+            w_bwd = wgt[:, :, r - i:r - i + h, r - j:r - j + w]
+            num = (num + w_fwd * p[:, :, pad + i:pad + i + h, pad + j:pad + j + w]
+                   + w_bwd * p[:, :, pad - i:pad - i + h, pad - j:pad - j + w])
+            den = den + w_fwd + w_bwd
+        return num, den
+
+    sums = (p[:, :, pad:pad + h, pad:pad + w], jnp.ones((n, 1, h, w), p.dtype))
+    if len(offsets) <= BILATERAL_ONE_LOOP_MAX_OFFSETS:
+        num, den = add((*sums, p), offsets)
+    else:  # in loops of their own on CPU, the sums so far handed from one to the next
+        num, den = sums
+        for first in range(0, len(offsets), BILATERAL_LOOP_OFFSETS):
+            part = offsets[first:first + BILATERAL_LOOP_OFFSETS]
+            num, den = in_own_loop(lambda v, part=part: add(v, part), (num, den, p))
     return jnp.moveaxis(num / den, 1, 3)
 
 

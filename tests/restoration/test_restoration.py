@@ -201,6 +201,25 @@ def test_bilateral_matches_opencv_uint8(rng):
         assert np.abs(got.astype(int) - cv2.bilateralFilter(x[..., 0], size or -1, sc, ss)).max() <= 1
 
 
+def test_a_large_bilateral_window_sums_in_loops_as_in_one(rng, monkeypatch, backend):
+    # 13x13: 56 offsets in the half window, more than BILATERAL_ONE_LOOP_MAX_OFFSETS: on CPU
+    # loops of BILATERAL_LOOP_OFFSETS (conditionals), the same additions as one loop; OpenCV's
+    # values to one level
+    from imgproc.restoration import bilateral_filter as bf
+
+    x = (rng.random((24, 26, 3)) * 255).astype(np.uint8)
+    call = lambda v: R.bilateral(v, sigma_color=30, sigma_spatial=3, size=13, mode="mirror")  # noqa: E731
+    loops = len(list(equations(jax.make_jaxpr(call)(x).jaxpr, "cond")))
+    assert loops == (-(-56 // bf.BILATERAL_LOOP_OFFSETS) if backend == "cpu" else 0)
+    got = np.asarray(call(x))
+    assert np.abs(got.astype(int) - cv2.bilateralFilter(x, 13, 30, 3)).max() <= 1
+    with monkeypatch.context() as m:
+        m.setattr(bf, "BILATERAL_ONE_LOOP_MAX_OFFSETS", 56)
+        one_loop = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
+    in_loops = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
+    np.testing.assert_array_equal(in_loops, one_loop)
+
+
 @pytest.mark.parametrize("op", ["bilateral", "nl_means"])
 def test_planes_are_padded_along_outer_axes_only(op):
     # joining the (N, C, H, W) planes along W, their innermost axis, is a concatenate
