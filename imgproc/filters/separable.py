@@ -496,6 +496,8 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     the result feeds another stage (``in_place``), the pass is a loop of its own on CPU,
     so that XLA fuses neither the reshape back to ``(B, H, W, C)`` nor a cast into it; its
     border bands are then written in place (why: benchmarks/NOTES.md, "Large kernels").
+    A kernel of more than :data:`SUM_ONE_LOOP_MAX_READS` weights sums over the image
+    extended by its border, in loops of :data:`SUM_LOOP_TERMS` terms on CPU.
     """
     mode = check_mode(mode)
     x = _as_planes(planes)
