@@ -13,7 +13,15 @@ from __future__ import annotations
 import jax
 from jax import lax
 
-__all__ = ["in_own_loop"]
+__all__ = ["LOOP_MAX_READS", "in_own_loop"]
+
+LOOP_MAX_READS = 250
+"""The most shifted values one XLA:CPU loop should read and combine for each value it writes
+(a shifted sum's terms, a median's window). LLVM's code for a loop of some 250 reads or more
+runs several times slower, and for a loop of about 500 over an image smaller than the
+window its compile took gigabytes and aborted the process; longer work is split into loops
+of their own (:func:`in_own_loop`) that hand their partial result on (benchmarks/NOTES.md,
+"Shifted sums of many terms")."""
 
 
 def in_own_loop(fn, x):

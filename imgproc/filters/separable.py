@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc.core.boundary import check_mode, index_map
-from imgproc.cpu import in_own_loop, kept_as_scratch, scratch
+from imgproc.cpu import LOOP_MAX_READS, in_own_loop, kept_as_scratch, scratch
 
 __all__ = ["correlate_direct", "correlate_separable"]
 
@@ -160,14 +160,11 @@ def _gather(x, idx, axis: int, cval):
     return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=axis)
 
 
-SUM_ONE_LOOP_MAX_READS = 250
-"""A shifted sum reading more slices than this (a 2-D kernel of more than 250 weights, a
-1-D pass of more than 250 taps) runs on CPU as loops of :data:`SUM_LOOP_TERMS` terms
-each, the running sum in a buffer between them, in the same order of additions. LLVM's
-code for one loop of some 250 reads or more runs several times slower, and on an image
-smaller than a 23x23 kernel its compile took gigabytes and aborted the process; below it,
-one loop is faster (benchmarks/NOTES.md, "Shifted sums of many terms")."""
 SUM_LOOP_TERMS = 48
+"""A shifted sum of more than :data:`imgproc.cpu.LOOP_MAX_READS` reads (a 2-D kernel of more
+than 250 weights, a 1-D pass of more than 250 taps) runs on CPU as loops of this many
+terms, the running sum in a buffer between them, in the same order of additions; below
+the line one loop is faster (benchmarks/NOTES.md, "Shifted sums of many terms")."""
 
 
 def _reads(terms, axes) -> int:
@@ -181,8 +178,8 @@ def _shifted_sum(xe, terms, out_shape, axes, start=None):
     A term's offsets tuple holds one offset per axis in ``axes``; a 1-D pair term
     ``(k, k2)`` (only with a single axis) adds the two slices before multiplying.
     ``start``: a sum of earlier terms that these add to, one after the other. More than
-    :data:`SUM_ONE_LOOP_MAX_READS` reads run in loops of their own on CPU."""
-    if _reads(terms, axes) <= SUM_ONE_LOOP_MAX_READS:
+    :data:`LOOP_MAX_READS` reads run in loops of their own on CPU."""
+    if _reads(terms, axes) <= LOOP_MAX_READS:
         return _sum_in_one_loop(xe, terms, out_shape, axes, start)
     out = start
     for first in range(0, len(terms), SUM_LOOP_TERMS):
@@ -496,7 +493,7 @@ def correlate_direct(planes, kernel2d, *, mode="reflect", cval=0.0, in_place=Fal
     the result feeds another stage (``in_place``), the pass is a loop of its own on CPU,
     so that XLA fuses neither the reshape back to ``(B, H, W, C)`` nor a cast into it; its
     border bands are then written in place (why: benchmarks/NOTES.md, "Large kernels").
-    A kernel of more than :data:`SUM_ONE_LOOP_MAX_READS` weights sums over the image
+    A kernel of more than :data:`LOOP_MAX_READS` weights sums over the image
     extended by its border, in loops of :data:`SUM_LOOP_TERMS` terms on CPU.
     """
     mode = check_mode(mode)
@@ -525,7 +522,7 @@ def _correlate_direct_rows(x, kernel2d, c, mode, cval, in_place):
         terms = [(w, (i, j * c)) for w, (i, j) in terms]
         cols_idx = np.array([i * c + ch if i >= 0 else -1 for i in cols_idx for ch in range(c)])
         W, bl, er, kw, in_w = W * c, bl * c, er * c, (kw - 1) * c + 1, in_w * c
-    if _reads(terms, axes) > SUM_ONE_LOOP_MAX_READS:
+    if _reads(terms, axes) > LOOP_MAX_READS:
         # the sum runs in loops: over the image extended once (a copy), not over an
         # interior and border blocks, each block gathered again by every loop
         xe = in_own_loop(lambda v: _gather(_gather(v, rows_idx, 1, cval), cols_idx, 2, cval), x)

@@ -63,11 +63,10 @@ def median_network(n):
     return tuple(reversed(kept))
 
 
-# sizes up to this use the selection network; larger ones sort the stacked copies, which
-# XLA:CPU does with a comparator call per comparison for each value, a thousand times
-# slower than the network at 7x7; the 11x11 network (1,137 comparators) compiles in
-# seconds, the 15x15 one (2,750) took a minute and gigabytes (benchmarks/NOTES.md, "Median")
-_NETWORK_MAX_SIZE = 11
+# sizes up to this use the selection network; larger ones find the median one bit at a
+# time (_median_by_bits), whose program does not grow with the bits and compiles in about a
+# second where the 9x9 and 11x11 networks took 5 and 9 (benchmarks/NOTES.md, "Median")
+_NETWORK_MAX_SIZE = 7
 
 
 def _window_median(shifted, size, c):
@@ -79,8 +78,8 @@ def _window_median(shifted, size, c):
     3x3: each column of three is sorted once (shared by the three windows that contain
     it); the median is then ``med3(max of the minima, med3 of the middles, min of the
     maxima)`` (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators
-    of the 9-input network. 5x5 to 11x11: the pruned network (:func:`median_network`);
-    larger sizes sort the stacked copies."""
+    of the 9-input network. 5x5 and 7x7: the pruned network (:func:`median_network`);
+    larger sizes one bit at a time (:func:`_median_by_bits`)."""
     r = size // 2
     rows = [shifted(i) for i in range(size)]
     width = rows[0].shape[-1] - 2 * r * c
@@ -101,12 +100,96 @@ def _window_median(shifted, size, c):
         l0, l1, l2 = cols(lo)
         h0, h1, h2 = cols(hi)
         return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(*cols(mid)), jnp.minimum(jnp.minimum(h0, h1), h2))
+    if size > _NETWORK_MAX_SIZE:
+        return _median_by_bits(shifted, size, c, width)
     vals = [v for row in rows for v in cols(row)]
-    if size <= _NETWORK_MAX_SIZE:
-        for i, j in median_network(size * size):
-            vals[i], vals[j] = jnp.minimum(vals[i], vals[j]), jnp.maximum(vals[i], vals[j])
-        return vals[(size * size) // 2]
-    return jnp.sort(jnp.stack(vals, axis=0), axis=0)[(size * size) // 2]
+    for i, j in median_network(size * size):
+        vals[i], vals[j] = jnp.minimum(vals[i], vals[j]), jnp.maximum(vals[i], vals[j])
+    return vals[(size * size) // 2]
+
+
+def _order_keys(dtype):
+    """``(key dtype, to_key, from_key)``: unsigned integers of ``dtype``'s width whose order
+    is the values' order (floats: the sign bit flipped for positive values, every bit for
+    negative ones; unsigned integers as they are)."""
+    bits = 8 * jnp.dtype(dtype).itemsize
+    unsigned = jnp.dtype(f"uint{bits}")
+    if jnp.issubdtype(dtype, jnp.unsignedinteger):
+        return unsigned, (lambda v: v), (lambda k: k)
+    sign, ones = unsigned.type(1 << (bits - 1)), unsigned.type((1 << bits) - 1)
+
+    def to_key(v):
+        b = lax.bitcast_convert_type(v, unsigned)
+        return b ^ jnp.where(b >= sign, ones, sign)
+
+    def from_key(k):
+        return lax.bitcast_convert_type(k ^ jnp.where(k >= sign, sign, ones), dtype)
+
+    return unsigned, to_key, from_key
+
+
+# the most window values one loop of _median_by_bits compares: a compare, a conversion and
+# an add for each, so its loops fall off LLVM's cliff (imgproc.cpu.LOOP_MAX_READS) earlier
+# (31x31 in loops of 248 values: 1.27 s; of 200 or fewer: 0.30 s; benchmarks/NOTES.md, "Median")
+_COUNT_LOOP_MAX_READS = 200
+
+
+def _median_by_bits(shifted, size, c, width):
+    """The ``size``x``size`` median (as :func:`_window_median`) found one bit at a time, from
+    the highest: the median is the largest value ``m`` with at most ``size * size // 2``
+    values of the window below it, so each bit is set where the count of the window's
+    values below the prefix with that bit set allows it. The bits are the steps of one
+    ``fori_loop`` (compiled once), each reading the window's ``size * size`` shifted values
+    once: ``8 * itemsize`` passes over the image, whatever the window
+    (benchmarks/NOTES.md, "Median")."""
+    first = shifted(0)
+    key_dtype, to_key, from_key = _order_keys(first.dtype)
+    keyed = lambda i: to_key(lax.stop_gradient(shifted(i)))  # noqa: E731  (the derivative: _selected)
+    rank = size * size // 2
+    count_dtype = jnp.int16 if size * size < 2 ** 15 else jnp.int32
+    bits = 8 * key_dtype.itemsize
+    loops = -(-size * size // _COUNT_LOOP_MAX_READS)  # each comparing as many of the window's rows
+    group = -(-size // loops)
+
+    def below(count, candidate, rows):
+        """``count`` plus, for each value, how many of the window ``rows``' values lie below
+        ``candidate``."""
+        for i in rows:
+            row = keyed(i)
+            for j in range(size):
+                less = (row[..., j * c:j * c + width] < candidate).astype(count_dtype)
+                count = less if count is None else count + less
+        return count
+
+    def with_bit(step, prefix):
+        candidate = prefix | jnp.left_shift(jnp.ones((), key_dtype), (bits - 1 - step).astype(key_dtype))
+        count = below(None, candidate, range(min(group, size)))
+        for start in range(group, size, group):  # more than _COUNT_LOOP_MAX_READS: loops of their own
+            rows = range(start, min(start + group, size))
+            count = in_own_loop(lambda v, rows=rows: below(v[0], v[1], rows), (count, candidate))
+        return jnp.where(count <= rank, candidate, prefix)
+
+    prefix = lax.fori_loop(0, bits, with_bit, jnp.zeros(first.shape[:-1] + (width,), key_dtype))
+    window = [shifted(i)[..., j * c:j * c + width] for i in range(size) for j in range(size)]
+    return _selected(from_key(prefix), *window)
+
+
+@jax.custom_jvp
+def _selected(median, *window):
+    """``median``, one of the ``window`` values, with a selection's derivative: the window
+    values equal to it share its tangent (the bits that found it have none). Nothing of
+    ``window`` is computed unless the call is differentiated."""
+    return median
+
+
+@_selected.defjvp
+def _selected_jvp(primals, tangents):
+    median, *window = primals
+    _, *window_tangents = tangents
+    equal = [v == median for v in window]
+    count = sum(e.astype(median.dtype) for e in equal)
+    tangent = sum(jnp.where(e, t, jnp.zeros_like(t)) for e, t in zip(equal, window_tangents))
+    return median, tangent / count
 
 
 def _median_of_extended(x, rows, cols, *, size, mode):
@@ -184,10 +267,10 @@ def median(image, *, size=3, mode="reflect", layout=None):
 
     Matches ``scipy.ndimage.median_filter(plane, size, mode=mode)`` on each channel (exactly:
     the median is one of the values), hence ``cv2.medianBlur(img, size)`` for uint8 images
-    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 11 run a
+    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 7 run a
     selection network (Batcher's odd-even merge sort pruned to the median wire) over
-    shifted copies, in the input dtype; larger odd sizes sort the stacked copies, much more
-    slowly.
+    shifted copies, in the input dtype; larger odd sizes find the median one bit at a time
+    (a pass over the window for each bit of the dtype: 8 for uint8, 32 for float32).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.

@@ -228,7 +228,7 @@ def test_direct_matches_scipy(mode, bands, rng):
         _check(f(x), _ref_direct(x, k, mode))
 
 
-# kernels of more than SUM_ONE_LOOP_MAX_READS weights: the image extended once, summed in
+# kernels of more than LOOP_MAX_READS weights: the image extended once, summed in
 # loops of SUM_LOOP_TERMS terms; with an interior, on an image smaller than the
 # kernel (once a process abort in XLA's compile), with channels merged, with zero weights
 MANY_TERMS_CASES = [
@@ -247,11 +247,11 @@ def test_a_direct_kernel_of_many_terms_matches_scipy_and_the_one_loop_sum(mode, 
         k = rng.standard_normal(kshape)
         k[::3, 1::4] = 0.0  # skipped terms
         k /= np.abs(k).sum()  # results within [-1, 1], as TOL assumes
-        assert np.count_nonzero(k) > separable.SUM_ONE_LOOP_MAX_READS
+        assert np.count_nonzero(k) > separable.LOOP_MAX_READS
         in_loops = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))(x)
         _check(in_loops, _ref_padded(x, k, mode))
         with monkeypatch.context() as m:  # the same additions in one loop
-            m.setattr(separable, "SUM_ONE_LOOP_MAX_READS", k.size)
+            m.setattr(separable, "LOOP_MAX_READS", k.size)
             one_loop = jax.jit(lambda a, k=k: correlate_direct(a, k, mode=mode, cval=CVAL))(x)
         # the same float32 values, but where XLA folds the terms that read cval into constants
         np.testing.assert_allclose(np.asarray(in_loops), np.asarray(one_loop), rtol=0,
@@ -260,14 +260,14 @@ def test_a_direct_kernel_of_many_terms_matches_scipy_and_the_one_loop_sum(mode, 
 
 @pytest.mark.parametrize("mode", ["reflect", "constant"])
 def test_a_pass_of_many_terms_matches_scipy(mode, rng):
-    # a symmetric 261-tap kernel: 131 pair terms, 262 reads, past SUM_ONE_LOOP_MAX_READS;
+    # a symmetric 261-tap kernel: 131 pair terms, 262 reads, past LOOP_MAX_READS;
     # along H and along W, with an interior and with none
-    from imgproc.filters.separable import SUM_ONE_LOOP_MAX_READS
+    from imgproc.cpu import LOOP_MAX_READS
 
     half = rng.random(131)
     long = np.concatenate([half, half[-2::-1]])
     long /= long.sum()
-    assert 2 * (long.size // 2) > SUM_ONE_LOOP_MAX_READS
+    assert 2 * (long.size // 2) > LOOP_MAX_READS
     short = np.array([0.25, 0.5, 0.25])
     for shape in [(1, 270, 262), (1, 9, 4, 3)]:
         x = _planes(rng, shape)
@@ -295,12 +295,13 @@ def _ref_padded(x, k, mode):
 
 @CPU_LOOPS
 def test_a_direct_kernel_of_many_terms_runs_in_loops_of_at_most_so_many_terms():
-    from imgproc.filters.separable import SUM_LOOP_TERMS, SUM_ONE_LOOP_MAX_READS
+    from imgproc.cpu import LOOP_MAX_READS
+    from imgproc.filters.separable import SUM_LOOP_TERMS
 
     x = np.zeros((1, 40, 40), np.float32)
     for n in (15, 16, 23):  # 225 weights: one loop; 256 and 529: the padded image, then loops
         loops = _conditionals(lambda a: correlate_direct(a, np.ones((n, n), np.float32)), x)
-        expected = 0 if n * n <= SUM_ONE_LOOP_MAX_READS else 1 + -(-n * n // SUM_LOOP_TERMS)
+        expected = 0 if n * n <= LOOP_MAX_READS else 1 + -(-n * n // SUM_LOOP_TERMS)
         assert loops == expected, (n, loops)
 
 

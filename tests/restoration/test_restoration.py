@@ -181,14 +181,50 @@ def test_auto_per_image_in_a_batch_and_properties(rng):
 
 def test_median_matches_opencv_uint8(rng):
     x = (rng.random((20, 22, 3)) * 255).astype(np.uint8)
-    for size in (3, 5, 7, 9, 11):  # Paeth's rule, then the networks
+    for size in (3, 5, 7, 9, 17):  # Paeth's rule, the networks, one bit at a time (17: in two loops)
         # OpenCV's medianBlur replicates the border: scipy's "nearest"
         np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=size, mode="nearest")), cv2.medianBlur(x, size))
     for mode in imgproc.MODES:
         ref = np.stack([ndi.median_filter(x[..., c], 5, mode=mode) for c in range(3)], -1)
         np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=5, mode=mode)), ref)
-    ref = np.stack([ndi.median_filter(x[..., c], 13, mode="wrap") for c in range(3)], -1)  # the sort path
-    np.testing.assert_array_equal(np.asarray(imgproc.median(x, size=13, mode="wrap")), ref)
+
+
+def test_a_median_found_one_bit_at_a_time_has_a_selections_gradient(rng):
+    # the bits carry no derivative; each output passes its tangent to the window value it
+    # selected (no ties in random floats), as the sort and the networks do
+    x = rng.random((10, 11), dtype=np.float32)
+    w = rng.random((10, 11), dtype=np.float32)
+    g = np.asarray(jax.jit(jax.grad(lambda v: jnp.sum(imgproc.median(v, size=9) * w)))(jnp.asarray(x)))
+    rows, cols = np.pad(np.arange(10), 4, mode="symmetric"), np.pad(np.arange(11), 4, mode="symmetric")
+    ref = np.zeros_like(x)
+    for i in range(10):
+        for j in range(11):
+            r, c = rows[i:i + 9], cols[j:j + 9]
+            a, b = np.unravel_index(np.argsort(x[np.ix_(r, c)], axis=None)[40], (9, 9))
+            ref[r[a], c[b]] += w[i, j]
+    np.testing.assert_allclose(g, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float16", "bfloat16", "float32"])
+def test_a_median_found_one_bit_at_a_time_is_scipys_in_every_dtype(dtype, rng):
+    # sizes above the networks' (9x9 here) order the values by their bits: floats with
+    # their sign (negative values, -0.0 and 0.0, the largest a float image may hold),
+    # unsigned integers as they are
+    import ml_dtypes
+
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    if dtype.startswith("uint"):
+        x = rng.integers(0, np.iinfo(np_dtype).max, (13, 16, 2), endpoint=True).astype(np_dtype)
+    else:
+        x = (rng.standard_normal((13, 16, 2)) * 100).astype(np_dtype)
+        top = min(float(ml_dtypes.finfo(np_dtype).max), 1e6)
+        x[0, :4, 0] = np.array([-0.0, 0.0, top, -top]).astype(np_dtype)
+    wide = x.astype(np.float64)  # scipy's median of the same values (bfloat16 it does not take)
+    for mode in ("reflect", "constant", "wrap"):
+        ref = np.stack([ndi.median_filter(wide[..., c], 9, mode=mode) for c in range(2)], -1)
+        got = np.asarray(imgproc.median(x, size=9, mode=mode))
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got.astype(np.float64), ref, err_msg=mode)
 
 
 def test_bilateral_matches_opencv_uint8(rng):
