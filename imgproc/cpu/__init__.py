@@ -11,7 +11,8 @@ measurement behind it):
   that JAX's CPU client then reads in place;
 * :mod:`.threads`: one slice of a batch per core (``in_threads``); :mod:`.cores`: how many;
 * :mod:`.fusion`: a pass in a loop of its own (``in_own_loop``), so XLA:CPU does not fuse
-  it into its consumer, and how many values one loop may read (``LOOP_MAX_READS``);
+  it into its consumer, long work split into such loops in order (``in_loops``), and how many
+  values one loop may read (``LOOP_MAX_READS``);
 * :mod:`.host_memory`: glibc's allocator told to keep large blocks (``reuse_host_memory``).
 
 On a GPU or TPU every function here is either not called or returns its argument.
@@ -22,7 +23,7 @@ On a GPU or TPU every function here is either not called or returns its argument
 _SEAM = {
     "copy_min_max": "aligned", "stays_in_place": "aligned",
     "cpu_cores": "cores",
-    "in_own_loop": "fusion", "LOOP_MAX_READS": "fusion",
+    "in_own_loop": "fusion", "in_loops": "fusion", "LOOP_MAX_READS": "fusion",
     "reuse_host_memory": "host_memory",
     "HOST_ALIGNMENT": "output_buffers", "MIN_BYTES": "output_buffers", "IntoBuffer": "output_buffers",
     "flat_argument": "output_buffers", "flat_view_offset": "output_buffers", "from_flat": "output_buffers",

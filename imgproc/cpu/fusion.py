@@ -13,14 +13,14 @@ from __future__ import annotations
 import jax
 from jax import lax
 
-__all__ = ["LOOP_MAX_READS", "in_own_loop"]
+__all__ = ["LOOP_MAX_READS", "in_loops", "in_own_loop"]
 
 LOOP_MAX_READS = 250
 """The most shifted values one XLA:CPU loop should read and combine for each value it writes
 (a shifted sum's terms, a median's window). LLVM's code for a loop of some 250 reads or more
 runs several times slower, and for a loop of about 500 over an image smaller than the
 window its compile took gigabytes and aborted the process; longer work is split into loops
-of their own (:func:`in_own_loop`) that hand their partial result on (benchmarks/NOTES.md,
+of their own (:func:`in_loops`) that hand their partial result on (benchmarks/NOTES.md,
 "Shifted sums of many terms")."""
 
 
@@ -40,3 +40,13 @@ def in_own_loop(fn, x):
     if first.size == 0 or jax.default_backend() != "cpu" or not any(isinstance(v, jax.core.Tracer) for v in leaves):
         return fn(x)
     return lax.cond(first.reshape(-1)[0] == 0, fn, fn, x)
+
+
+def in_loops(step, parts, carry, operands):
+    """``carry = step(carry, part, operands)`` for each of ``parts`` in turn, each step in a
+    loop of its own on CPU (:func:`in_own_loop`), its result handed to the next: long work
+    (more than :data:`LOOP_MAX_READS` reads) split in order, so that the result is the one
+    loop's. ``carry`` may be ``None`` for the first step; ``operands``: what every step reads."""
+    for part in parts:
+        carry = in_own_loop(lambda v, part=part: step(v[0], part, v[1]), (carry, operands))
+    return carry

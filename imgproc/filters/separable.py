@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from imgproc.core.boundary import check_mode, index_map
-from imgproc.cpu import LOOP_MAX_READS, in_own_loop, kept_as_scratch, scratch
+from imgproc.cpu import LOOP_MAX_READS, in_loops, in_own_loop, kept_as_scratch, scratch
 
 __all__ = ["correlate_direct", "correlate_separable"]
 
@@ -172,24 +172,21 @@ def _reads(terms, axes) -> int:
     return sum(2 if len(axes) == 1 and len(offs) == 2 else 1 for _, offs in terms)
 
 
-def _shifted_sum(xe, terms, out_shape, axes, start=None):
+def _shifted_sum(xe, terms, out_shape, axes):
     """``sum_t w_t * xe[offset_t : offset_t + out_shape]`` over the given axes.
 
     A term's offsets tuple holds one offset per axis in ``axes``; a 1-D pair term
-    ``(k, k2)`` (only with a single axis) adds the two slices before multiplying.
-    ``start``: a sum of earlier terms that these add to, one after the other. More than
-    :data:`LOOP_MAX_READS` reads run in loops of their own on CPU."""
+    ``(k, k2)`` (only with a single axis) adds the two slices before multiplying. More than
+    :data:`LOOP_MAX_READS` reads run in loops of :data:`SUM_LOOP_TERMS` terms on CPU."""
     if _reads(terms, axes) <= LOOP_MAX_READS:
-        return _sum_in_one_loop(xe, terms, out_shape, axes, start)
-    out = start
-    for first in range(0, len(terms), SUM_LOOP_TERMS):
-        chunk = terms[first:first + SUM_LOOP_TERMS]
-        out = in_own_loop(lambda v, chunk=chunk: _sum_in_one_loop(v[1], chunk, out_shape, axes, v[0]), (out, xe))
-    return out
+        return _sum_in_one_loop(xe, terms, out_shape, axes, None)
+    chunks = [terms[first:first + SUM_LOOP_TERMS] for first in range(0, len(terms), SUM_LOOP_TERMS)]
+    return in_loops(lambda out, chunk, v: _sum_in_one_loop(v, chunk, out_shape, axes, out), chunks, None, xe)
 
 
 def _sum_in_one_loop(xe, terms, out_shape, axes, start):
-    """:func:`_shifted_sum` as one expression, which XLA fuses into one loop."""
+    """:func:`_shifted_sum` as one expression, which XLA fuses into one loop; ``start``: a
+    sum of earlier terms that these add to, one after the other (or ``None``)."""
     def sl(offsets):
         starts = [0] * xe.ndim
         limits = list(xe.shape)

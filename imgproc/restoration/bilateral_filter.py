@@ -14,7 +14,7 @@ from imgproc.core.arrays import from_nhwc, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image, is_traced
-from imgproc.cpu import in_own_loop
+from imgproc.cpu import in_loops
 from imgproc.restoration.common import prepare
 from imgproc.restoration.non_local_means import half_window
 
@@ -33,7 +33,7 @@ def bilateral_radius(sigma_spatial, size) -> int:
 
 BILATERAL_ONE_LOOP_MAX_OFFSETS = 24
 """Windows of more offsets than this in their half (from 11x11) sum their weighted values in
-loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.in_own_loop`),
+loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.in_loops`),
 the sums so far handed from one loop to the next in the same order: one loop of them all
 ran several times slower from about 21x21 (LLVM's code for very long loops, as for the
 shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop."""
@@ -62,8 +62,8 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     eh, ew = h + 2 * r, w + 2 * r
     offsets = [(i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r]  # OpenCV's round window
 
-    def add(sums, part):
-        num, den, p = sums
+    def add(sums, part, p):
+        num, den = sums
         extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
         for i, j in part:
             shifted = p[:, :, r + i:r + i + eh, r + j:r + j + ew]
@@ -78,12 +78,11 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
 
     sums = (p[:, :, pad:pad + h, pad:pad + w], jnp.ones((n, 1, h, w), p.dtype))
     if len(offsets) <= BILATERAL_ONE_LOOP_MAX_OFFSETS:
-        num, den = add((*sums, p), offsets)
+        num, den = add(sums, offsets, p)
     else:  # in loops of their own on CPU, the sums so far handed from one to the next
-        num, den = sums
-        for first in range(0, len(offsets), BILATERAL_LOOP_OFFSETS):
-            part = offsets[first:first + BILATERAL_LOOP_OFFSETS]
-            num, den = in_own_loop(lambda v, part=part: add(v, part), (num, den, p))
+        step = BILATERAL_LOOP_OFFSETS
+        parts = [offsets[first:first + step] for first in range(0, len(offsets), step)]
+        num, den = in_loops(add, parts, sums, p)
     return jnp.moveaxis(num / den, 1, 3)
 
 

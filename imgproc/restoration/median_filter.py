@@ -16,7 +16,7 @@ from imgproc.core.arrays import resolve_max, to_bhwc, to_nhwc
 from imgproc.core.boundary import extended_band
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd
-from imgproc.cpu import flat_argument, from_flat, in_own_loop
+from imgproc.cpu import flat_argument, from_flat, in_loops, in_own_loop
 from imgproc.restoration.common import per_image, prepare
 
 __all__ = ["impulse_fraction", "median"]
@@ -163,10 +163,10 @@ def _median_by_bits(shifted, size, c, width):
 
     def with_bit(step, prefix):
         candidate = prefix | jnp.left_shift(jnp.ones((), key_dtype), (bits - 1 - step).astype(key_dtype))
-        count = below(None, candidate, range(min(group, size)))
-        for start in range(group, size, group):  # more than _COUNT_LOOP_MAX_READS: loops of their own
-            rows = range(start, min(start + group, size))
-            count = in_own_loop(lambda v, rows=rows: below(v[0], v[1], rows), (count, candidate))
+        groups = [range(start, min(start + group, size)) for start in range(0, size, group)]
+        count = below(None, candidate, groups[0])
+        # more than _COUNT_LOOP_MAX_READS: the other rows in loops of their own
+        count = in_loops(lambda total, rows, cand: below(total, cand, rows), groups[1:], count, candidate)
         return jnp.where(count <= rank, candidate, prefix)
 
     prefix = lax.fori_loop(0, bits, with_bit, jnp.zeros(first.shape[:-1] + (width,), key_dtype))
@@ -267,10 +267,11 @@ def median(image, *, size=3, mode="reflect", layout=None):
 
     Matches ``scipy.ndimage.median_filter(plane, size, mode=mode)`` on each channel (exactly:
     the median is one of the values), hence ``cv2.medianBlur(img, size)`` for uint8 images
-    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for any mode). Sizes up to 7 run a
-    selection network (Batcher's odd-even merge sort pruned to the median wire) over
-    shifted copies, in the input dtype; larger odd sizes find the median one bit at a time
-    (a pass over the window for each bit of the dtype: 8 for uint8, 32 for float32).
+    with ``mode="nearest"`` (OpenCV replicates the edge pixel) (and away from the border for
+    any mode). Sizes up to 7 run a selection network (Batcher's odd-even merge sort pruned
+    to the median wire) over shifted copies, in the input dtype; larger odd sizes find the
+    median one bit at a time (a pass over the window for each bit of the dtype: 8 for
+    uint8, 32 for float32).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
