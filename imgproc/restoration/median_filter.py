@@ -75,14 +75,28 @@ def _window_median(shifted, size, c):
     values with W and C merged; a shift by one pixel is a shift by ``c`` values. Returns
     ``(..., L)``.
 
+    The value is found on the rows without their derivative; the derivative is a
+    selection's (:func:`_selected`): differentiating the comparisons that found it instead
+    gave a program that took a minute to compile for a 5x5 window (benchmarks/NOTES.md,
+    "Median")."""
+    r = size // 2
+    width = shifted(0).shape[-1] - 2 * r * c
+    value = _median_value(lambda i: lax.stop_gradient(shifted(i)), size, c, width)
+    window = [shifted(i)[..., j * c:j * c + width] for i in range(size) for j in range(size)]
+    return _selected(value, *window)
+
+
+def _median_value(shifted, size, c, width):
+    """The median of :func:`_window_median`, ``width`` values wide.
+
     3x3: each column of three is sorted once (shared by the three windows that contain
     it); the median is then ``med3(max of the minima, med3 of the middles, min of the
     maxima)`` (Paeth's rule), 18 min/max operations a pixel instead of the 24 comparators
     of the 9-input network. 5x5 and 7x7: the pruned network (:func:`median_network`);
     larger sizes one bit at a time (:func:`_median_by_bits`)."""
-    r = size // 2
+    if size > _NETWORK_MAX_SIZE:
+        return _median_by_bits(shifted, size, c, width)
     rows = [shifted(i) for i in range(size)]
-    width = rows[0].shape[-1] - 2 * r * c
 
     def cols(v):
         return [v[..., j * c:j * c + width] for j in range(size)]
@@ -100,8 +114,6 @@ def _window_median(shifted, size, c):
         l0, l1, l2 = cols(lo)
         h0, h1, h2 = cols(hi)
         return med3(jnp.maximum(jnp.maximum(l0, l1), l2), med3(*cols(mid)), jnp.minimum(jnp.minimum(h0, h1), h2))
-    if size > _NETWORK_MAX_SIZE:
-        return _median_by_bits(shifted, size, c, width)
     vals = [v for row in rows for v in cols(row)]
     for i, j in median_network(size * size):
         vals[i], vals[j] = jnp.minimum(vals[i], vals[j]), jnp.maximum(vals[i], vals[j])
@@ -144,7 +156,7 @@ def _median_by_bits(shifted, size, c, width):
     (benchmarks/NOTES.md, "Median")."""
     first = shifted(0)
     key_dtype, to_key, from_key = _order_keys(first.dtype)
-    keyed = lambda i: to_key(lax.stop_gradient(shifted(i)))  # noqa: E731  (the derivative: _selected)
+    keyed = lambda i: to_key(shifted(i))  # noqa: E731
     rank = size * size // 2
     count_dtype = jnp.int16 if size * size < 2 ** 15 else jnp.int32
     bits = 8 * key_dtype.itemsize
@@ -170,8 +182,7 @@ def _median_by_bits(shifted, size, c, width):
         return jnp.where(count <= rank, candidate, prefix)
 
     prefix = lax.fori_loop(0, bits, with_bit, jnp.zeros(first.shape[:-1] + (width,), key_dtype))
-    window = [shifted(i)[..., j * c:j * c + width] for i in range(size) for j in range(size)]
-    return _selected(from_key(prefix), *window)
+    return from_key(prefix)
 
 
 @jax.custom_jvp
@@ -185,11 +196,20 @@ def _selected(median, *window):
 @_selected.defjvp
 def _selected_jvp(primals, tangents):
     median, *window = primals
-    _, *window_tangents = tangents
+    return median, _selection_tangent(median, window, tangents[1:])
+
+
+@jax.checkpoint
+def _selection_tangent(median, window, window_tangents):
+    """The tangent of :func:`_selected`: the mean of the tangents of the window values equal
+    to ``median``. Recomputed from ``median`` and the window when differentiated in reverse
+    mode (``jax.checkpoint``): saved, the ``size * size`` comparisons were each a residual
+    of their own, and XLA computed the median again for every one of them (a 5x5 window's
+    gradient compiled in 7 s instead of 2, a 7x7 window's in 50 s instead of 5)."""
     equal = [v == median for v in window]
     count = sum(e.astype(median.dtype) for e in equal)
     tangent = sum(jnp.where(e, t, jnp.zeros_like(t)) for e, t in zip(equal, window_tangents))
-    return median, tangent / count
+    return tangent / count
 
 
 def _median_of_extended(x, rows, cols, *, size, mode):
@@ -271,7 +291,8 @@ def median(image, *, size=3, mode="reflect", layout=None):
     any mode). Sizes up to 7 run a selection network (Batcher's odd-even merge sort pruned
     to the median wire) over shifted copies, in the input dtype; larger odd sizes find the
     median one bit at a time (a pass over the window for each bit of the dtype: 8 for
-    uint8, 32 for float32).
+    uint8, 32 for float32). The derivative is a selection's: each output's tangent is the
+    window value's it selected (shared equally among equal values at a tie).
 
     Args:
         image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); any supported dtype.
