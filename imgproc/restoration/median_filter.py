@@ -69,25 +69,29 @@ def median_network(n):
 _NETWORK_MAX_SIZE = 7
 
 
-def _window_median(shifted, size, c):
-    """The ``size``x``size`` median from the window's rows: ``shifted(i)`` is the operand of
-    window row ``i`` (the image shifted by ``i - size // 2`` rows), ``(..., L + 2 * r * c)``
-    values with W and C merged; a shift by one pixel is a shift by ``c`` values. Returns
-    ``(..., L)``.
+def _window_median(source, window, width, size, c):
+    """The ``size``x``size`` median of an image's window values, ``(..., width)``.
 
-    The value is found on the rows without their derivative; the derivative is a
+    ``window(src, i, j, n)``: the ``n`` values (W and C merged) that window row ``i`` and
+    column ``j`` reads for the first output, from ``src`` (``source`` or its tangent); the
+    image shifted by ``i - size // 2`` rows and ``j - size // 2`` pixels, a shift by one
+    pixel being a shift by ``c`` values. ``i`` and ``j`` are ints, or traced (the
+    derivative's loop, :func:`_selection_tangent`).
+
+    The value is found on the source without its derivative; the derivative is a
     selection's (:func:`_selected`): differentiating the comparisons that found it instead
     gave a program that took a minute to compile for a 5x5 window (benchmarks/NOTES.md,
     "Median")."""
-    r = size // 2
-    width = shifted(0).shape[-1] - 2 * r * c
-    value = _median_value(lambda i: lax.stop_gradient(shifted(i)), size, c, width)
-    window = [shifted(i)[..., j * c:j * c + width] for i in range(size) for j in range(size)]
-    return _selected(value, *window)
+    plain = lax.stop_gradient(source)
+    row = width + 2 * (size // 2) * c  # a window row with its neighbours: each column is a slice of it
+    value = _median_value(lambda i: window(plain, i, 0, row), size, c, width)
+    return _selected(window, size, value, source)
 
 
 def _median_value(shifted, size, c, width):
-    """The median of :func:`_window_median`, ``width`` values wide.
+    """The median of :func:`_window_median`, ``width`` values wide, from ``shifted(i)``:
+    window row ``i`` with the ``size // 2`` pixels either side, ``width + 2 * (size // 2) * c``
+    values, of which each window column is a slice.
 
     3x3: each column of three is sorted once (shared by the three windows that contain
     it); the median is then ``med3(max of the minima, med3 of the middles, min of the
@@ -185,31 +189,48 @@ def _median_by_bits(shifted, size, c, width):
     return from_key(prefix)
 
 
-@jax.custom_jvp
-def _selected(median, *window):
-    """``median``, one of the ``window`` values, with a selection's derivative: the window
-    values equal to it share its tangent (the bits that found it have none). Nothing of
-    ``window`` is computed unless the call is differentiated."""
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _selected(window, size, median, source):
+    """``median``, one of the window values (:func:`_window_median`'s ``window`` and ``size``
+    on ``source``), with a selection's derivative: the window values equal to it share
+    its tangent (the comparisons that found it have none). Nothing of it is computed
+    unless the call is differentiated."""
     return median
 
 
 @_selected.defjvp
-def _selected_jvp(primals, tangents):
-    median, *window = primals
-    return median, _selection_tangent(median, window, tangents[1:])
+def _selected_jvp(window, size, primals, tangents):
+    median, source = primals
+    return median, _selection_tangent(window, size, median, source, tangents[1])
 
 
-@jax.checkpoint
-def _selection_tangent(median, window, window_tangents):
+def _selection_tangent(window, size, median, source, source_tangent):
     """The tangent of :func:`_selected`: the mean of the tangents of the window values equal
-    to ``median``. Recomputed from ``median`` and the window when differentiated in reverse
-    mode (``jax.checkpoint``): saved, the ``size * size`` comparisons were each a residual
-    of their own, and XLA computed the median again for every one of them (a 5x5 window's
-    gradient compiled in 7 s instead of 2, a 7x7 window's in 50 s instead of 5)."""
-    equal = [v == median for v in window]
-    count = sum(e.astype(median.dtype) for e in equal)
-    tangent = sum(jnp.where(e, t, jnp.zeros_like(t)) for e, t in zip(equal, window_tangents))
-    return tangent / count
+    to ``median``, summed over the window in a loop (the program does not grow with the
+    window, nor does its transpose, a loop adding into the source's cotangent). Reverse
+    mode recomputes each step's comparison (``jax.checkpoint``) instead of saving the
+    ``size * size`` comparisons, each a residual of its own, that XLA fused the whole
+    median network into (benchmarks/NOTES.md, "Median")."""
+    width = median.shape[-1]
+
+    @jax.checkpoint
+    def step(k, carry):
+        count, total = carry
+        i, j = k // size, k % size
+        equal = window(source, i, j, width) == median
+        return count + equal.astype(median.dtype), total + jnp.where(equal, window(source_tangent, i, j, width), 0)
+
+    zeros = jnp.zeros_like(median)
+    count, total = lax.fori_loop(0, size * size, step, (zeros, jnp.zeros_like(zeros)))
+    return total / count
+
+
+def _slice(x, starts, sizes):
+    """``x``'s block of ``sizes`` at ``starts``: a slice where the starts are ints, a
+    dynamic slice where one is traced."""
+    if all(isinstance(s, int) for s in starts):
+        return lax.slice(x, starts, tuple(s + n for s, n in zip(starts, sizes)))
+    return lax.dynamic_slice(x, starts, sizes)
 
 
 def _median_of_extended(x, rows, cols, *, size, mode):
@@ -225,7 +246,11 @@ def _median_of_extended(x, rows, cols, *, size, mode):
         band = extended_band(band, start, stop, axis, mode)
     n, h, w, c = band.shape
     band = band.reshape(n, h, w * c)
-    return _window_median(lambda i: band[:, i:i + h - 2 * r], size, c)
+
+    def window(src, i, j, length):
+        return _slice(src, (0, i, j * c), (n, h - 2 * r, length))
+
+    return _window_median(band, window, (w - 2 * r) * c, size, c)
 
 
 def _median_rows(x, *, size, mode, flat=None):
@@ -249,8 +274,12 @@ def _median_rows(x, *, size, mode, flat=None):
         return _median_of_extended(x, (0, h), (0, w), size=size, mode=mode)
     wc = w * c
     values, start = (x.reshape(n, h * wc), 0) if flat is None else flat
-    start, length = start + (r + 1) * wc - r * c, (h - 2 * r - 2) * wc + 2 * r * c
-    interior = _window_median(lambda i: values[:, start + (i - r) * wc:start + (i - r) * wc + length], size, c)
+    start = start + (r + 1) * wc - r * c
+
+    def window(src, i, j, length):
+        return _slice(src, (0, start + (i - r) * wc + j * c), (n, length))
+
+    interior = _window_median(values, window, (h - 2 * r - 2) * wc, size, c)
     rows = jnp.concatenate([_median_of_extended(x, (0, r + 1), (0, w), size=size, mode=mode),
                             interior.reshape(n, h - 2 * r - 2, wc),
                             _median_of_extended(x, (h - r - 1, h), (0, w), size=size, mode=mode)], axis=1)
