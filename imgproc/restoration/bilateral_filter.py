@@ -36,7 +36,9 @@ BILATERAL_ONE_LOOP_MAX_OFFSETS = 24
 loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.in_loops`),
 the sums so far handed from one loop to the next in the same order: one loop of them all
 ran several times slower from about 21x21 (LLVM's code for very long loops, as for the
-shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop."""
+shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop.
+Differentiated in reverse mode, each loop is computed again in the backward pass
+(``jax.checkpoint``) rather than saving each offset's weights."""
 BILATERAL_LOOP_OFFSETS = 16
 
 
@@ -82,7 +84,7 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     else:  # in loops of their own on CPU, the sums so far handed from one to the next
         step = BILATERAL_LOOP_OFFSETS
         parts = [offsets[first:first + step] for first in range(0, len(offsets), step)]
-        num, den = in_loops(add, parts, sums, p)
+        num, den = in_loops(jax.checkpoint(add, static_argnums=(1,)), [tuple(q) for q in parts], sums, p)
     return jnp.moveaxis(num / den, 1, 3)
 
 
