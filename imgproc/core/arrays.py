@@ -139,6 +139,21 @@ def from_nhwc(y, layout, shape):
     return y.reshape(shape)
 
 
+def slice_at(x, starts, sizes):
+    """The block of ``x`` of ``sizes`` at ``starts``: ``lax.slice`` where every start is an
+    int, ``lax.dynamic_slice`` where one is traced (a loop over offsets: the same code
+    unrolled or in a ``fori_loop``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> slice_at(jnp.arange(6).reshape(2, 3), (0, 1), (2, 2)).tolist()
+        [[1, 2], [4, 5]]
+    """
+    if all(isinstance(s, int) for s in starts):
+        return jax.lax.slice(x, starts, tuple(s + n for s, n in zip(starts, sizes)))
+    return jax.lax.dynamic_slice(x, starts, sizes)
+
+
 def materialized(table):
     """``table`` (float32, any shape; small: a lookup table, resampling weights) passed
     through a matrix product with the identity, which is exact: XLA then computes it once,

@@ -8,9 +8,10 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import from_nhwc, to_nhwc, to_output
+from imgproc.core.arrays import from_nhwc, slice_at, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image, is_traced
@@ -37,8 +38,7 @@ loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.
 the sums so far handed from one loop to the next in the same order: one loop of them all
 ran several times slower from about 21x21 (LLVM's code for very long loops, as for the
 shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop.
-Differentiated in reverse mode, each loop is computed again in the backward pass
-(``jax.checkpoint``) rather than saving each offset's weights."""
+Their derivative sums the offsets in one ``fori_loop`` (:func:`_sums_in_a_loop`)."""
 BILATERAL_LOOP_OFFSETS = 16
 
 
@@ -54,38 +54,76 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     plain loop (why: benchmarks/NOTES.md, "Bilateral"). Large windows in loops of
     :data:`BILATERAL_LOOP_OFFSETS` offsets on CPU."""
     n, h, w, c = x.shape
-    pad = 2 * r  # the maps cover the image extended by r, their offsets r more
-    p = padded_planes(x, pad, mode)
+    p = padded_planes(x, 2 * r, mode)  # the maps cover the image extended by r, their offsets r more
     # per-image sigmas (N,) (denoise's estimate for a batch) or scalars
     sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
     sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
-    cc = -0.5 / (sigma_color * sigma_color)
-    sc = -0.5 / (sigma_spatial * sigma_spatial)
-    eh, ew = h + 2 * r, w + 2 * r
-    offsets = [(i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r]  # OpenCV's round window
-
-    def add(sums, part, p):
-        num, den = sums
-        extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
-        for i, j in part:
-            shifted = p[:, :, r + i:r + i + eh, r + j:r + j + ew]
-            dist = sum(jnp.abs(shifted[:, k:k + 1] - extended[:, k:k + 1]) for k in range(c))
-            wgt = jnp.exp(sc * float(i * i + j * j) + cc * dist * dist)  # the exponential last: read three times
-            w_fwd = wgt[:, :, r:r + h, r:r + w]
-            w_bwd = wgt[:, :, r - i:r - i + h, r - j:r - j + w]
-            num = (num + w_fwd * p[:, :, pad + i:pad + i + h, pad + j:pad + j + w]
-                   + w_bwd * p[:, :, pad - i:pad - i + h, pad - j:pad - j + w])
-            den = den + w_fwd + w_bwd
-        return num, den
-
-    sums = (p[:, :, pad:pad + h, pad:pad + w], jnp.ones((n, 1, h, w), p.dtype))
+    # the two factors as float32 values, whether the sigmas are numbers or arrays: a loop
+    # of offsets and its derivative (_sums_in_loops) then round their products alike
+    cc = jnp.asarray(-0.5 / (sigma_color * sigma_color), p.dtype)
+    sc = jnp.asarray(-0.5 / (sigma_spatial * sigma_spatial), p.dtype)
+    offsets = tuple((i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r)  # OpenCV's round window
+    sums = (p[:, :, 2 * r:2 * r + h, 2 * r:2 * r + w], jnp.ones((n, 1, h, w), p.dtype))
     if len(offsets) <= BILATERAL_ONE_LOOP_MAX_OFFSETS:
-        num, den = add(sums, offsets, p)
-    else:  # in loops of their own on CPU, the sums so far handed from one to the next
-        step = BILATERAL_LOOP_OFFSETS
-        parts = [offsets[first:first + step] for first in range(0, len(offsets), step)]
-        num, den = in_loops(jax.checkpoint(add, static_argnums=(1,)), [tuple(q) for q in parts], sums, p)
+        num, den = _add_offsets(sums, offsets, (p, cc, sc))
+    else:
+        num, den = _sums_in_loops(offsets, sums, p, cc, sc)
     return jnp.moveaxis(num / den, 1, 3)
+
+
+def _add_offsets(sums, offsets, operands):
+    """``sums = (num, den)`` with the terms of each window offset ``(i, j)`` of ``offsets``
+    added in turn (ints, or traced: :func:`_sums_in_a_loop`); ``operands = (p, cc, sc)``:
+    the planes extended by ``2 r`` and the two weights' factors."""
+    p, cc, sc = operands
+    num, den = sums
+    n, _, h, w = den.shape
+    c = p.shape[1]
+    r = (p.shape[2] - h) // 4
+    eh, ew = h + 2 * r, w + 2 * r
+    extended = p[:, :, r:r + eh, r:r + ew]  # map index (a + r, b + r) is pixel (a, b)
+    for i, j in offsets:
+        shifted = slice_at(p, (0, 0, r + i, r + j), (n, c, eh, ew))
+        dist = sum(jnp.abs(shifted[:, k:k + 1] - extended[:, k:k + 1]) for k in range(c))
+        square = i * i + j * j
+        square = float(square) if isinstance(square, int) else square.astype(p.dtype)
+        wgt = jnp.exp(sc * square + cc * dist * dist)  # the exponential last: read three times
+        w_fwd = wgt[:, :, r:r + h, r:r + w]
+        w_bwd = slice_at(wgt, (0, 0, r - i, r - j), (n, 1, h, w))
+        num = (num + w_fwd * slice_at(p, (0, 0, 2 * r + i, 2 * r + j), (n, c, h, w))
+               + w_bwd * slice_at(p, (0, 0, 2 * r - i, 2 * r - j), (n, c, h, w)))
+        den = den + w_fwd + w_bwd
+    return num, den
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _sums_in_loops(offsets, sums, p, cc, sc):
+    """:func:`_add_offsets` of all ``offsets``, in loops of :data:`BILATERAL_LOOP_OFFSETS`
+    on CPU, the sums so far handed from one loop to the next (the same additions as one
+    loop). Its derivative is the one of :func:`_sums_in_a_loop`."""
+    step = BILATERAL_LOOP_OFFSETS
+    parts = [offsets[first:first + step] for first in range(0, len(offsets), step)]
+    return in_loops(_add_offsets, parts, sums, (p, cc, sc))
+
+
+@_sums_in_loops.defjvp
+def _sums_in_loops_jvp(offsets, primals, tangents):
+    _, tangent = jax.jvp(functools.partial(_sums_in_a_loop, offsets), primals, tangents)
+    return _sums_in_loops(offsets, *primals), tangent
+
+
+def _sums_in_a_loop(offsets, sums, p, cc, sc):
+    """:func:`_add_offsets` of all ``offsets`` as a ``fori_loop`` over them: the derivative
+    of a large window, whose program does not grow with the window; each step is
+    computed again in reverse mode's backward pass (``jax.checkpoint``) rather than
+    keeping each offset's weights (benchmarks/NOTES.md, "Bilateral")."""
+    table = jnp.asarray(offsets, jnp.int32)
+
+    @jax.checkpoint
+    def step(k, carry):
+        return _add_offsets(carry, ((table[k, 0], table[k, 1]),), (p, cc, sc))
+
+    return lax.fori_loop(0, len(offsets), step, sums)
 
 
 @functools.partial(jax.jit, static_argnames=("r", "mode", "layout"))

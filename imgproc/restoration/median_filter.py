@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import resolve_max, to_bhwc, to_nhwc
+from imgproc.core.arrays import resolve_max, slice_at, to_bhwc, to_nhwc
 from imgproc.core.boundary import extended_band
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd
@@ -225,14 +225,6 @@ def _selection_tangent(window, size, median, source, source_tangent):
     return total / count
 
 
-def _slice(x, starts, sizes):
-    """``x``'s block of ``sizes`` at ``starts``: a slice where the starts are ints, a
-    dynamic slice where one is traced."""
-    if all(isinstance(s, int) for s in starts):
-        return lax.slice(x, starts, tuple(s + n for s, n in zip(starts, sizes)))
-    return lax.dynamic_slice(x, starts, sizes)
-
-
 def _median_of_extended(x, rows, cols, *, size, mode):
     """The median of the output rows and columns ``rows = (start, stop)``, ``cols = ...``
     of the ``(N, H, W, C)`` image ``x``, from just the part of its extension they read
@@ -248,7 +240,7 @@ def _median_of_extended(x, rows, cols, *, size, mode):
     band = band.reshape(n, h, w * c)
 
     def window(src, i, j, length):
-        return _slice(src, (0, i, j * c), (n, h - 2 * r, length))
+        return slice_at(src, (0, i, j * c), (n, h - 2 * r, length))
 
     return _window_median(band, window, (w - 2 * r) * c, size, c)
 
@@ -277,7 +269,7 @@ def _median_rows(x, *, size, mode, flat=None):
     start = start + (r + 1) * wc - r * c
 
     def window(src, i, j, length):
-        return _slice(src, (0, start + (i - r) * wc + j * c), (n, length))
+        return slice_at(src, (0, start + (i - r) * wc + j * c), (n, length))
 
     interior = _window_median(values, window, (h - 2 * r - 2) * wc, size, c)
     rows = jnp.concatenate([_median_of_extended(x, (0, r + 1), (0, w), size=size, mode=mode),

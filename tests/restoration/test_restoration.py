@@ -270,17 +270,24 @@ def test_a_large_bilateral_window_sums_in_loops_as_in_one(rng, monkeypatch, back
         one_loop = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
     in_loops = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
     np.testing.assert_array_equal(in_loops, one_loop)
-    # the gradient too (each loop recomputed in the backward pass: jax.checkpoint)
+    # the derivative, a fori_loop over the offsets (_sums_in_a_loop), against the one
+    # loop's own, in reverse and forward mode, in the image and both sigmas
     f = x[None].astype(np.float32) / 255
     w = rng.random(f.shape, dtype=np.float32)
-    def grad():  # a new function each time: jax.jit would reuse its trace
-        return jax.jit(jax.grad(lambda v, s: jnp.sum(w * bf._bilateral_nhwc(v, s, 3.0, r=6, mode="mirror")), (0, 1)))
+    v = rng.standard_normal(f.shape).astype(np.float32)
+
+    def derivatives():  # new functions each time: jax.jit would reuse their traces
+        fn = lambda a, sc, ss: jnp.sum(w * bf._bilateral_nhwc(a, sc, ss, r=6, mode="mirror"))  # noqa: E731
+        return (jax.jit(jax.grad(fn, (0, 1, 2))),
+                jax.jit(lambda a, sc, ss: jax.jvp(fn, (a, sc, ss), (v, 0.5, -0.3))[1]))
 
     with monkeypatch.context() as m:
         m.setattr(bf, "BILATERAL_ONE_LOOP_MAX_OFFSETS", 56)
-        one_loop = grad()(f, 0.12)
-    for got, want in zip(grad()(f, 0.12), one_loop):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+        grad, jvp = derivatives()
+        one_loop = (*grad(f, 0.12, 3.0), jvp(f, 0.12, 3.0))
+    grad, jvp = derivatives()
+    for got, want in zip((*grad(f, 0.12, 3.0), jvp(f, 0.12, 3.0)), one_loop):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["bilateral", "nl_means"])
