@@ -177,11 +177,66 @@ def _shifted_sum(xe, terms, out_shape, axes):
 
     A term's offsets tuple holds one offset per axis in ``axes``; a 1-D pair term
     ``(k, k2)`` (only with a single axis) adds the two slices before multiplying. More than
-    :data:`LOOP_MAX_READS` reads run in loops of :data:`SUM_LOOP_TERMS` terms on CPU."""
+    :data:`LOOP_MAX_READS` reads run in loops of :data:`SUM_LOOP_TERMS` terms on CPU.
+
+    Differentiable in ``xe`` and in traced weights, with a derivative of its own: the same
+    sum as a ``fori_loop`` over the terms (:func:`_sum_in_a_loop`). JAX's own transposes
+    each slice into a ``pad``, which XLA:CPU compiled as a loop of its own per term: a
+    Gaussian gradient magnitude's gradient (sigma 6) compiled in 15 s and ran 10x slower
+    (benchmarks/NOTES.md, "Shifted sums of many terms")."""
+    if not jnp.issubdtype(xe.dtype, jnp.floating):
+        return _unrolled_sum(xe, terms, out_shape, axes)
+    traced = tuple(i for i, (w, _) in enumerate(terms) if isinstance(w, jax.core.Tracer))
+
+    def with_weights(values):
+        weights = [w for w, _ in terms]
+        for i, v in zip(traced, values):
+            weights[i] = v
+        return weights
+
+    @jax.custom_jvp
+    def shifted_sum(v, values):
+        return _unrolled_sum(v, [(w, offs) for w, (_, offs) in zip(with_weights(values), terms)], out_shape, axes)
+
+    @shifted_sum.defjvp
+    def shifted_sum_jvp(primals, tangents):
+        def in_a_loop(v, values):
+            return _sum_in_a_loop(v, with_weights(values), [offs for _, offs in terms], out_shape, axes)
+
+        return shifted_sum(*primals), jax.jvp(in_a_loop, primals, tangents)[1]
+
+    return shifted_sum(xe, tuple(terms[i][0] for i in traced))
+
+
+def _unrolled_sum(xe, terms, out_shape, axes):
+    """:func:`_shifted_sum` unrolled, each slice a static one (XLA fuses them)."""
     if _reads(terms, axes) <= LOOP_MAX_READS:
         return _sum_in_one_loop(xe, terms, out_shape, axes, None)
     chunks = [terms[first:first + SUM_LOOP_TERMS] for first in range(0, len(terms), SUM_LOOP_TERMS)]
     return in_loops(lambda out, chunk, v: _sum_in_one_loop(v, chunk, out_shape, axes, out), chunks, None, xe)
+
+
+def _sum_in_a_loop(xe, weights, offsets, out_shape, axes):
+    """:func:`_shifted_sum` as a ``fori_loop`` over its slices (a pair term's two slices
+    are two steps): the derivative's form, whose program does not grow with the terms and
+    whose transpose adds each step's slice into the cotangent in place. Each step is
+    computed again in reverse mode's backward pass (``jax.checkpoint``)."""
+    slices = [(i, off) for i, offs in enumerate(offsets) for off in
+              (((k,) for k in offs) if len(axes) == 1 else (offs,))]
+    if not slices:
+        return jnp.zeros(out_shape, xe.dtype)
+    table = jnp.asarray([off for _, off in slices], jnp.int32)
+    term = jnp.asarray([i for i, _ in slices], jnp.int32)
+    weight = jnp.stack([jnp.asarray(w, xe.dtype) for w in weights])
+
+    @jax.checkpoint
+    def step(k, total):
+        starts = [jnp.zeros((), jnp.int32)] * xe.ndim
+        for a, ax in enumerate(axes):
+            starts[ax] = table[k, a]
+        return total + weight[term[k]] * jax.lax.dynamic_slice(xe, starts, out_shape)
+
+    return jax.lax.fori_loop(0, len(slices), step, jnp.zeros(out_shape, xe.dtype))
 
 
 def _sum_in_one_loop(xe, terms, out_shape, axes, start):
