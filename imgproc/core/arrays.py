@@ -151,7 +151,7 @@ def slice_at(x, starts, sizes):
     """
     if all(isinstance(s, int) for s in starts):
         return jax.lax.slice(x, starts, tuple(s + n for s, n in zip(starts, sizes)))
-    return jax.lax.dynamic_slice(x, starts, sizes)
+    return jax.lax.dynamic_slice(x, [jnp.asarray(s, jnp.int32) for s in starts], sizes)  # one index dtype (x64 too)
 
 
 def materialized(table):

@@ -38,7 +38,7 @@ loops of :data:`BILATERAL_LOOP_OFFSETS` offsets each on CPU (:func:`imgproc.cpu.
 the sums so far handed from one loop to the next in the same order: one loop of them all
 ran several times slower from about 21x21 (LLVM's code for very long loops, as for the
 shifted sums: benchmarks/NOTES.md, "Bilateral"); 9x9 and smaller run faster in one loop.
-Their derivative sums the offsets in one ``fori_loop`` (:func:`_sums_in_a_loop`)."""
+The derivative, at every size, sums the offsets in one ``fori_loop`` (:func:`_sums_in_a_loop`)."""
 BILATERAL_LOOP_OFFSETS = 16
 
 
@@ -59,15 +59,12 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     sigma_color = jnp.reshape(sigma_color, (-1, 1, 1, 1)) if jnp.ndim(sigma_color) else sigma_color
     sigma_spatial = jnp.reshape(sigma_spatial, (-1, 1, 1, 1)) if jnp.ndim(sigma_spatial) else sigma_spatial
     # the two factors as float32 values, whether the sigmas are numbers or arrays: a loop
-    # of offsets and its derivative (_sums_in_loops) then round their products alike
+    # of offsets and its derivative (_weighted_sums) then round their products alike
     cc = jnp.asarray(-0.5 / (sigma_color * sigma_color), p.dtype)
     sc = jnp.asarray(-0.5 / (sigma_spatial * sigma_spatial), p.dtype)
     offsets = tuple((i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r)  # OpenCV's round window
     sums = (p[:, :, 2 * r:2 * r + h, 2 * r:2 * r + w], jnp.ones((n, 1, h, w), p.dtype))
-    if len(offsets) <= BILATERAL_ONE_LOOP_MAX_OFFSETS:
-        num, den = _add_offsets(sums, offsets, (p, cc, sc))
-    else:
-        num, den = _sums_in_loops(offsets, sums, p, cc, sc)
+    num, den = _weighted_sums(offsets, sums, p, cc, sc)
     return jnp.moveaxis(num / den, 1, 3)
 
 
@@ -97,26 +94,30 @@ def _add_offsets(sums, offsets, operands):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _sums_in_loops(offsets, sums, p, cc, sc):
-    """:func:`_add_offsets` of all ``offsets``, in loops of :data:`BILATERAL_LOOP_OFFSETS`
+def _weighted_sums(offsets, sums, p, cc, sc):
+    """:func:`_add_offsets` of all ``offsets``: in one loop up to
+    :data:`BILATERAL_ONE_LOOP_MAX_OFFSETS`, else in loops of :data:`BILATERAL_LOOP_OFFSETS`
     on CPU, the sums so far handed from one loop to the next (the same additions as one
     loop). Its derivative is the one of :func:`_sums_in_a_loop`."""
+    if len(offsets) <= BILATERAL_ONE_LOOP_MAX_OFFSETS:
+        return _add_offsets(sums, offsets, (p, cc, sc))
     step = BILATERAL_LOOP_OFFSETS
     parts = [offsets[first:first + step] for first in range(0, len(offsets), step)]
     return in_loops(_add_offsets, parts, sums, (p, cc, sc))
 
 
-@_sums_in_loops.defjvp
-def _sums_in_loops_jvp(offsets, primals, tangents):
+@_weighted_sums.defjvp
+def _weighted_sums_jvp(offsets, primals, tangents):
     _, tangent = jax.jvp(functools.partial(_sums_in_a_loop, offsets), primals, tangents)
-    return _sums_in_loops(offsets, *primals), tangent
+    return _weighted_sums(offsets, *primals), tangent
 
 
 def _sums_in_a_loop(offsets, sums, p, cc, sc):
-    """:func:`_add_offsets` of all ``offsets`` as a ``fori_loop`` over them: the derivative
-    of a large window, whose program does not grow with the window; each step is
-    computed again in reverse mode's backward pass (``jax.checkpoint``) rather than
-    keeping each offset's weights (benchmarks/NOTES.md, "Bilateral")."""
+    """:func:`_add_offsets` of all ``offsets`` as a ``fori_loop`` over them: the filter's
+    derivative, whose program does not grow with the window; each step is computed again
+    in reverse mode's backward pass (``jax.checkpoint``) rather than keeping each offset's
+    weights (benchmarks/NOTES.md, "Bilateral"). JAX's own derivative of the unrolled
+    offsets made a padded copy of each slice, a loop each: 80x the filter's time."""
     table = jnp.asarray(offsets, jnp.int32)
 
     @jax.checkpoint

@@ -270,24 +270,28 @@ def test_a_large_bilateral_window_sums_in_loops_as_in_one(rng, monkeypatch, back
         one_loop = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
     in_loops = np.asarray(jax.jit(lambda v: bf._bilateral_nhwc(v, 30.0, 3.0, r=6, mode="mirror"))(x[None]))
     np.testing.assert_array_equal(in_loops, one_loop)
-    # the derivative, a fori_loop over the offsets (_sums_in_a_loop), against the one
-    # loop's own, in reverse and forward mode, in the image and both sigmas
-    f = x[None].astype(np.float32) / 255
+
+
+@pytest.mark.parametrize("size", [5, 13])  # one loop; loops of offsets on CPU
+def test_the_bilateral_derivative_is_jaxs_own_of_the_unrolled_offsets(size, rng, monkeypatch):
+    # the derivative is a fori_loop over the offsets (_sums_in_a_loop); JAX's own
+    # derivative of the offsets unrolled in one sum is the reference, in reverse and
+    # forward mode, in the image and both sigmas
+    from imgproc.restoration import bilateral_filter as bf
+
+    f = rng.random((1, 24, 26, 3), dtype=np.float32)
     w = rng.random(f.shape, dtype=np.float32)
     v = rng.standard_normal(f.shape).astype(np.float32)
 
     def derivatives():  # new functions each time: jax.jit would reuse their traces
-        fn = lambda a, sc, ss: jnp.sum(w * bf._bilateral_nhwc(a, sc, ss, r=6, mode="mirror"))  # noqa: E731
-        return (jax.jit(jax.grad(fn, (0, 1, 2))),
-                jax.jit(lambda a, sc, ss: jax.jvp(fn, (a, sc, ss), (v, 0.5, -0.3))[1]))
+        fn = lambda a, sc, ss: jnp.sum(w * bf._bilateral_nhwc(a, sc, ss, r=size // 2, mode="mirror"))  # noqa: E731
+        return (*jax.jit(jax.grad(fn, (0, 1, 2)))(f, 0.12, 3.0),
+                jax.jit(lambda a, sc, ss: jax.jvp(fn, (a, sc, ss), (v, 0.5, -0.3))[1])(f, 0.12, 3.0))
 
-    with monkeypatch.context() as m:
-        m.setattr(bf, "BILATERAL_ONE_LOOP_MAX_OFFSETS", 56)
-        grad, jvp = derivatives()
-        one_loop = (*grad(f, 0.12, 3.0), jvp(f, 0.12, 3.0))
-    grad, jvp = derivatives()
-    for got, want in zip((*grad(f, 0.12, 3.0), jvp(f, 0.12, 3.0)), one_loop):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
+    got = derivatives()
+    monkeypatch.setattr(bf, "_weighted_sums", lambda offsets, sums, p, cc, sc: bf._add_offsets(sums, offsets, (p, cc, sc)))
+    for g, want in zip(got, derivatives()):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=2e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["bilateral", "nl_means"])
