@@ -28,6 +28,7 @@ from imgproc.core.images import check_image
 from imgproc.core.keys import bernoulli, doctests, maybe, random_op
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_number, is_traced
+from imgproc.filters.separable import shifted_sum
 
 # The 3x3 smoothing kernel of PIL's ImageFilter.SMOOTH and torchvision's adjust_sharpness.
 SMOOTH_KERNEL = np.array([[1, 1, 1], [1, 5, 1], [1, 1, 1]], np.float32) / 13.0
@@ -303,7 +304,8 @@ def sharpness_float(x, factor, layout, m):
     h, w = y.shape[1], y.shape[2]
     if h <= 2 or w <= 2:  # torchvision: nothing inside the border
         return x
-    blur = sum(float(SMOOTH_KERNEL[i, j]) * y[:, i:h - 2 + i, j:w - 2 + j] for i in range(3) for j in range(3))
+    terms = [(float(SMOOTH_KERNEL[i, j]), (i, j)) for i in range(3) for j in range(3)]
+    blur = shifted_sum(y, terms, (y.shape[0], h - 2, w - 2, y.shape[3]), (1, 2))
     if integer_bits(m) is not None:
         blur = jnp.round(blur)
     f = jnp.asarray(factor, jnp.float32)

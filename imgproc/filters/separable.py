@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from imgproc.core.boundary import check_mode, index_map
 from imgproc.cpu import LOOP_MAX_READS, in_loops, in_own_loop, kept_as_scratch, scratch
 
-__all__ = ["correlate_direct", "correlate_separable"]
+__all__ = ["correlate_direct", "correlate_separable", "shifted_sum"]
 
 
 # --------------------------------------------------------------------------- weights
@@ -172,8 +172,10 @@ def _reads(terms, axes) -> int:
     return sum(2 if len(axes) == 1 and len(offs) == 2 else 1 for _, offs in terms)
 
 
-def _shifted_sum(xe, terms, out_shape, axes):
-    """``sum_t w_t * xe[offset_t : offset_t + out_shape]`` over the given axes.
+def shifted_sum(xe, terms, out_shape, axes):
+    """``sum_t w_t * xe[offset_t : offset_t + out_shape]`` over the given axes: the sum every
+    correlation here is made of, for any op that sums shifted slices of an array (its
+    derivative, below, is why they should use it).
 
     A term's offsets tuple holds one offset per axis in ``axes``; a 1-D pair term
     ``(k, k2)`` (only with a single axis) adds the two slices before multiplying. More than
@@ -209,7 +211,7 @@ def _shifted_sum(xe, terms, out_shape, axes):
 
 
 def _unrolled_sum(xe, terms, out_shape, axes):
-    """:func:`_shifted_sum` unrolled, each slice a static one (XLA fuses them)."""
+    """:func:`shifted_sum` unrolled, each slice a static one (XLA fuses them)."""
     if _reads(terms, axes) <= LOOP_MAX_READS:
         return _sum_in_one_loop(xe, terms, out_shape, axes, None)
     chunks = [terms[first:first + SUM_LOOP_TERMS] for first in range(0, len(terms), SUM_LOOP_TERMS)]
@@ -217,7 +219,7 @@ def _unrolled_sum(xe, terms, out_shape, axes):
 
 
 def _sum_in_a_loop(xe, weights, offsets, out_shape, axes):
-    """:func:`_shifted_sum` as a ``fori_loop`` over its slices (a pair term's two slices
+    """:func:`shifted_sum` as a ``fori_loop`` over its slices (a pair term's two slices
     are two steps): the derivative's form, whose program does not grow with the terms and
     whose transpose adds each step's slice into the cotangent in place. Each step is
     computed again in reverse mode's backward pass (``jax.checkpoint``)."""
@@ -240,7 +242,7 @@ def _sum_in_a_loop(xe, weights, offsets, out_shape, axes):
 
 
 def _sum_in_one_loop(xe, terms, out_shape, axes, start):
-    """:func:`_shifted_sum` as one expression, which XLA fuses into one loop; ``start``: a
+    """:func:`shifted_sum` as one expression, which XLA fuses into one loop; ``start``: a
     sum of earlier terms that these add to, one after the other (or ``None``)."""
     def sl(offsets):
         starts = [0] * xe.ndim
@@ -323,9 +325,9 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, split=Fals
     inner = L - n + 1  # outputs needing no border
     if n == 1 or inner <= 0 or pad_first():
         if n == 1:
-            y = _shifted_sum(x, terms, x.shape, (axis,))
+            y = shifted_sum(x, terms, x.shape, (axis,))
         else:
-            y = _shifted_sum(_gather(x, full_idx, axis, cval), terms, x.shape, (axis,))
+            y = shifted_sum(_gather(x, full_idx, axis, cval), terms, x.shape, (axis,))
         if extend is not None:
             cfg = [(0, 0, 0)] * x.ndim
             cfg[extend[0]] = (extend[1], extend[2], 0)
@@ -340,7 +342,7 @@ def _pass_1d(x, n, terms, axis: int, mode: str, cval, *, extend=None, split=Fals
         strip = _gather(x, full_idx[out_start : out_start + out_len + n - 1], axis, cval)
         shape = list(x.shape)
         shape[axis] = out_len
-        return _shifted_sum(strip, terms, tuple(shape), (axis,))
+        return shifted_sum(strip, terms, tuple(shape), (axis,))
 
     # interior written into a zero-extended buffer (the pad fuses into the interior
     # loop), then the thin border bands updated in place: no concatenate, which XLA
@@ -369,10 +371,10 @@ def _interior(x, terms, shape, axis: int, split: bool):
     call runs it: :func:`imgproc.cpu.output_buffers.scratch`), the rest and that sum in the
     loop that writes the result (:data:`ROWS_SPLIT_MIN_TERMS`)."""
     if not split:
-        return _shifted_sum(x, terms, shape, (axis,))
+        return shifted_sum(x, terms, shape, (axis,))
     half = len(terms) // 2
-    first = scratch(in_own_loop(lambda v: _shifted_sum(v, terms[:half], shape, (axis,)), x))
-    return first + _shifted_sum(x, terms[half:], shape, (axis,))
+    first = scratch(in_own_loop(lambda v: shifted_sum(v, terms[:half], shape, (axis,)), x))
+    return first + shifted_sum(x, terms[half:], shape, (axis,))
 
 
 def _assemble(inner, ext, bands, *, in_place: bool):
@@ -505,7 +507,7 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
                 y = jax.lax.dynamic_update_slice(y, _rows(strip_pass1(cols)), (0, 0, start * c))
         t2c = [(w, tuple(k * c for k in offs)) for w, offs in t2]
         y = scratch(y)  # in a kept buffer when an eager call's program runs it (imgproc.cpu.output_buffers)
-        cols_pass = lambda v: _shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
+        cols_pass = lambda v: shifted_sum(v, t2c, x.shape[:2] + (W * c,), (2,))  # noqa: E731
         alone = c > 1 and n2 > COLS_FUSED_MAX_TAPS
         if alone and finish is not None:
             return in_own_loop(lambda v: finish(cols_pass(v)), y).reshape(x.shape)
@@ -524,12 +526,12 @@ def correlate_separable(planes, k_rows, k_cols, *, mode="reflect", cval=0.0, cva
         strip = strip_pass1(col_idx[out_start: out_start + out_len + n2 - 1])
         shape = list(x.shape)
         shape[2] = out_len
-        return _shifted_sum(strip, t2, tuple(shape), (2,))
+        return shifted_sum(strip, t2, tuple(shape), (2,))
 
     shape = list(x.shape)
     shape[2] = inner
     ext = [(0, 0), (0, 0), (before, after)] + [(0, 0)] * (x.ndim - 3)
-    return _assemble(_shifted_sum(y, t2, tuple(shape), (2,)), ext,
+    return _assemble(shifted_sum(y, t2, tuple(shape), (2,)), ext,
                      [(band(0, before), at(0)), (band(W - after, after), at(W - after))],
                      in_place=in_place)
 
@@ -578,10 +580,10 @@ def _correlate_direct_rows(x, kernel2d, c, mode, cval, in_place):
         # the sum runs in loops: over the image extended once (a copy), not over an
         # interior and border blocks, each block gathered again by every loop
         xe = in_own_loop(lambda v: _gather(_gather(v, rows_idx, 1, cval), cols_idx, 2, cval), x)
-        return _shifted_sum(xe, terms, x.shape, axes)
+        return shifted_sum(xe, terms, x.shape, axes)
     if in_h <= 0 or in_w <= 0 or kh * kw == 1:
         xe = _gather(_gather(x, rows_idx, 1, cval), cols_idx, 2, cval)
-        return _shifted_sum(xe, terms, x.shape, axes)
+        return shifted_sum(xe, terms, x.shape, axes)
 
     def block(r0, nr, c0, nc, src_rows, src_cols):
         """Output block rows [r0, r0+nr) x cols [c0, c0+nc)."""
@@ -596,7 +598,7 @@ def _correlate_direct_rows(x, kernel2d, c, mode, cval, in_place):
             xe = jax.lax.slice_in_dim(xe, c0 - bl, c0 - bl + nc + kw - 1, axis=2)
         shape = list(x.shape)
         shape[1:3] = nr, nc
-        return _shifted_sum(xe, terms, tuple(shape), axes)
+        return shifted_sum(xe, terms, tuple(shape), axes)
 
     def at(r, col):
         return (0, r, col)
