@@ -197,17 +197,17 @@ def shifted_sum(xe, terms, out_shape, axes):
         return weights
 
     @jax.custom_jvp
-    def shifted_sum(v, values):
+    def summed(v, values):
         return _unrolled_sum(v, [(w, offs) for w, (_, offs) in zip(with_weights(values), terms)], out_shape, axes)
 
-    @shifted_sum.defjvp
-    def shifted_sum_jvp(primals, tangents):
+    @summed.defjvp
+    def summed_jvp(primals, tangents):
         def in_a_loop(v, values):
             return _sum_in_a_loop(v, with_weights(values), [offs for _, offs in terms], out_shape, axes)
 
-        return shifted_sum(*primals), jax.jvp(in_a_loop, primals, tangents)[1]
+        return summed(*primals), jax.jvp(in_a_loop, primals, tangents)[1]
 
-    return shifted_sum(xe, tuple(terms[i][0] for i in traced))
+    return summed(xe, tuple(terms[i][0] for i in traced))
 
 
 def _unrolled_sum(xe, terms, out_shape, axes):
