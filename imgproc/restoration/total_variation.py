@@ -5,6 +5,7 @@ scikit-image's ``denoise_tv_chambolle``). Layouts, dtypes and the value range
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -44,9 +45,9 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     first energy stops there, as in skimage (its state is held while the others go on).
 
     ``loop="while"`` stops once every plane has stopped (a ``lax.while_loop``);
-    ``loop="scan"`` runs ``n_iter`` steps as a ``lax.scan`` whose steps after that skip
-    the work (a ``lax.cond``), which reverse-mode differentiation can go through. The two
-    compute the same values in the same order; the scan is 2-4 times slower on CPU (each
+    ``loop="scan"`` runs ``n_iter`` steps as a ``lax.scan`` (of rounds of steps) whose
+    steps after that skip the work (a ``lax.cond``), which reverse-mode differentiation
+    can go through. The two compute the same values in the same order; the scan is 2-4 times slower on CPU (each
     step's conditional copies the state: 8 image-sized copies in its compiled
     program against the while_loop's 2)."""
     step = jax.vmap(_tv_step, in_axes=(0, 0, None, None))
@@ -67,18 +68,27 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     if loop == "while":
         return lax.while_loop(lambda s: (s[0] < n_iter) & ~jnp.all(s[5]), advance, state)[2]
 
-    def body(state, _):
-        return lax.cond(jnp.all(state[5]), lambda s: s, advance, state), None
+    def body(state, _):  # past n_iter: the steps that make up the outer loop's last round
+        return lax.cond(jnp.all(state[5]) | (state[0] >= n_iter), lambda s: s, advance, state), None
 
-    return lax.scan(body, state, None, length=n_iter)[0][2]
+    # the steps as rounds of about sqrt(n_iter), each round recomputed in reverse mode's
+    # backward pass (jax.checkpoint): it keeps the state of each round and of one round's
+    # steps, not of every step (n_iter = 200 on 512x512x3: 5.8 GB; benchmarks/NOTES.md, "TV")
+    inner = math.isqrt(n_iter - 1) + 1 if n_iter > 1 else 1
+
+    @jax.checkpoint
+    def round_of_steps(state, _):
+        return lax.scan(body, state, None, length=inner)[0], None
+
+    return lax.scan(round_of_steps, state, None, length=-(-n_iter // inner))[0][2]
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
 def _tv_planes(planes, weight, eps, n_iter: int):
     """:func:`_iterate` as a ``while_loop``; differentiated (forward or reverse mode) as the
     ``scan`` form, whose values are the same: the gradient is that of the iterations each
-    plane ran (its stop is held, not differentiated). Reverse mode keeps every
-    iteration's state: memory grows with ``n_iter`` times the image."""
+    plane ran (its stop is held, not differentiated). Reverse mode keeps the state of each
+    round of about ``sqrt(n_iter)`` steps and of one round's steps (:func:`_iterate`)."""
     return _iterate(planes, weight, eps, n_iter, loop="while")
 
 
