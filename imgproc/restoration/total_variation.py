@@ -47,9 +47,9 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     ``loop="while"`` stops once every plane has stopped (a ``lax.while_loop``);
     ``loop="scan"`` runs ``n_iter`` steps as a ``lax.scan`` (of rounds of steps) whose
     steps after that skip the work (a ``lax.cond``), which reverse-mode differentiation
-    can go through. The two compute the same values in the same order; the scan is 2-4 times slower on CPU (each
-    step's conditional copies the state: 8 image-sized copies in its compiled
-    program against the while_loop's 2)."""
+    can go through. The two compute the same values in the same order; the scan is 2-4
+    times slower on CPU (each step's conditional copies the state: 8 image-sized copies
+    in its compiled program against the while_loop's 2)."""
     step = jax.vmap(_tv_step, in_axes=(0, 0, None, None))
 
     def advance(state):
