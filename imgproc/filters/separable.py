@@ -33,6 +33,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from imgproc.core.arrays import slice_at
 from imgproc.core.boundary import check_mode, index_map
 from imgproc.cpu import LOOP_MAX_READS, in_loops, in_own_loop, kept_as_scratch, scratch
 
@@ -186,8 +187,6 @@ def shifted_sum(xe, terms, out_shape, axes):
     each slice into a ``pad``, which XLA:CPU compiled as a loop of its own per term: a
     Gaussian gradient magnitude's gradient (sigma 6) compiled in 15 s and ran 10x slower
     (benchmarks/NOTES.md, "Shifted sums of many terms")."""
-    if not jnp.issubdtype(xe.dtype, jnp.floating):
-        return _unrolled_sum(xe, terms, out_shape, axes)
     traced = tuple(i for i, (w, _) in enumerate(terms) if isinstance(w, jax.core.Tracer))
 
     def with_weights(values):
@@ -233,31 +232,29 @@ def _sum_in_a_loop(xe, weights, offsets, out_shape, axes):
 
     @jax.checkpoint
     def step(k, total):
-        starts = [jnp.zeros((), jnp.int32)] * xe.ndim
-        for a, ax in enumerate(axes):
-            starts[ax] = table[k, a]
-        return total + weight[term[k]] * jax.lax.dynamic_slice(xe, starts, out_shape)
+        return total + weight[term[k]] * _term_slice(xe, [table[k, a] for a in range(len(axes))], out_shape, axes)
 
     return jax.lax.fori_loop(0, len(slices), step, jnp.zeros(out_shape, xe.dtype))
+
+
+def _term_slice(xe, offsets, out_shape, axes):
+    """The ``out_shape`` block of ``xe`` a term reads: at ``offsets`` along ``axes`` (ints: a
+    static slice; traced: a dynamic one), from 0 along the others."""
+    starts = [0] * xe.ndim
+    for ax, off in zip(axes, offsets):
+        starts[ax] = off
+    return slice_at(xe, tuple(starts), out_shape)
 
 
 def _sum_in_one_loop(xe, terms, out_shape, axes, start):
     """:func:`shifted_sum` as one expression, which XLA fuses into one loop; ``start``: a
     sum of earlier terms that these add to, one after the other (or ``None``)."""
-    def sl(offsets):
-        starts = [0] * xe.ndim
-        limits = list(xe.shape)
-        for ax, off in zip(axes, offsets):
-            starts[ax] = off
-            limits[ax] = off + out_shape[ax]
-        return jax.lax.slice(xe, starts, limits)
-
     out = start
     for w, offs in terms:
         if len(axes) == 1 and len(offs) == 2:
-            v = sl((offs[0],)) + sl((offs[1],))
+            v = _term_slice(xe, offs[:1], out_shape, axes) + _term_slice(xe, offs[1:], out_shape, axes)
         else:
-            v = sl(offs)
+            v = _term_slice(xe, offs, out_shape, axes)
         t = w * v
         out = t if out is None else out + t
     if out is None:  # all-zero concrete kernel

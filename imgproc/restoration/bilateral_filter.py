@@ -82,9 +82,7 @@ def _add_offsets(sums, offsets, operands):
     for i, j in offsets:
         shifted = slice_at(p, (0, 0, r + i, r + j), (n, c, eh, ew))
         dist = sum(jnp.abs(shifted[:, k:k + 1] - extended[:, k:k + 1]) for k in range(c))
-        square = i * i + j * j
-        square = float(square) if isinstance(square, int) else square.astype(p.dtype)
-        wgt = jnp.exp(sc * square + cc * dist * dist)  # the exponential last: read three times
+        wgt = jnp.exp(sc * (i * i + j * j) + cc * dist * dist)  # the exponential last: read three times
         w_fwd = wgt[:, :, r:r + h, r:r + w]
         w_bwd = slice_at(wgt, (0, 0, r - i, r - j), (n, 1, h, w))
         num = (num + w_fwd * slice_at(p, (0, 0, 2 * r + i, 2 * r + j), (n, c, h, w))

@@ -74,7 +74,7 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     # the steps as rounds of about sqrt(n_iter), each round recomputed in reverse mode's
     # backward pass (jax.checkpoint): it keeps the state of each round and of one round's
     # steps, not of every step (n_iter = 200 on 512x512x3: 5.8 GB; benchmarks/NOTES.md, "TV")
-    inner = math.isqrt(n_iter - 1) + 1 if n_iter > 1 else 1
+    inner = math.isqrt(n_iter - 1) + 1  # n_iter >= 1
 
     @jax.checkpoint
     def round_of_steps(state, _):
