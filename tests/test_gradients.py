@@ -33,6 +33,7 @@ import pytest
 
 import imgproc
 from imgproc.core.registry import Stage, lookup
+from jaxprs import equations
 from op_examples import EXAMPLE_OPTIONS
 from subprocesses import run_suite_part
 
@@ -240,3 +241,32 @@ def test_option_gradients_match_central_differences(name):
         ana = float(sum(jnp.vdot(g[j], d[j]) for j in point))
         assert np.any(np.asarray(num) != 0), f"{name}: the result does not depend on {k}"
         _agrees(name, k, ana, np.asarray(num), w, y)
+
+
+def _outer_sums(jaxpr):
+    """The ``reduce_sum`` equations of ``jaxpr`` (nested ones too) over an axis other than
+    the last that leave at least 2048 values inside each summed element (of a 64 x 64
+    image: the colour planes), with the axes of size 1 left out (a reshape)."""
+    found = []
+    for eqn in equations(jaxpr, "reduce_sum"):
+        shape = eqn.invars[0].aval.shape
+        axes = [a for a in eqn.params["axes"] if shape[a] > 1]
+        if axes and len(shape) - 1 not in axes and np.prod(shape[max(axes) + 1:]) >= 2048:
+            found.append((shape, tuple(axes)))
+    return found
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if n not in NOT_DIFFERENTIABLE])
+def test_no_gradient_sums_over_the_colour_planes(name):
+    """No op's gradient sums over an outer axis of a large array: reverse mode writes a
+    broadcast's derivative as such a sum (a weight map shared by the colour planes), and
+    jaxlib 0.10's XLA:CPU runs it in YNNPACK 10-45 times slower than its own loop (the
+    bilateral's and NL-means' gradients were 4 times slower; benchmarks/NOTES.md,
+    "XLA:CPU's library reductions"). ``imgproc.core.arrays.repeated`` is the way round."""
+    stage = Stage.of({"op": name, **EXAMPLE_OPTIONS.get(name, {}), **FLOAT_OPTIONS.get(name, {})})
+    x = jnp.zeros((64, 64, 3), jnp.float32)
+    params = stage.sample(jax.random.key(1), x.shape, layout="HWC", max_value=1.0)
+    op = lambda a: stage.apply(a, params, layout="HWC", max_value=1.0)
+    w = jnp.ones(jax.eval_shape(op, x).shape, jnp.float32)
+    traced = jax.make_jaxpr(jax.grad(lambda a: jnp.sum(w * op(a))))(x)
+    assert _outer_sums(traced.jaxpr) == [], name

@@ -51,7 +51,7 @@ def magnitude(squares):
 
 __all__ = [
     "DTYPES", "LAYOUTS", "canvas_side", "channel_axis", "check_dtype", "check_layout", "compute_dtype", "dtype_max",
-    "from_bhwc", "from_nhwc", "magnitude", "resolve_max",
+    "from_bhwc", "from_nhwc", "magnitude", "repeated", "resolve_max",
     "spatial_axes", "to_bhwc", "to_compute", "to_nhwc", "to_output",
 ]
 
@@ -152,6 +152,25 @@ def slice_at(x, starts, sizes):
     if all(isinstance(s, int) for s in starts):
         return jax.lax.slice(x, starts, tuple(s + n for s, n in zip(starts, sizes)))
     return jax.lax.dynamic_slice(x, [jnp.asarray(s, jnp.int32) for s in starts], sizes)  # one index dtype (x64 too)
+
+
+def repeated(x, count: int, axis: int):
+    """``x`` (size 1 along ``axis``) repeated ``count`` times along ``axis``: what
+    broadcasting would give, written as a join so that reverse mode sums the ``count``
+    cotangents with additions. Broadcasting transposes to a ``reduce`` over ``axis``,
+    which jaxlib 0.10's XLA:CPU hands to its YNNPACK library (on by default), where a
+    reduction over an outer axis of a large array runs 10-45 times slower than XLA's own
+    loop: a weight map shared by the colour planes (N, 1, H, W) against (N, C, H, W)
+    (why: benchmarks/NOTES.md, "XLA:CPU's library reductions").
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> repeated(jnp.ones((1, 1, 2)), 3, axis=1).shape
+        (1, 3, 2)
+    """
+    if x.shape[axis] != 1:
+        raise ValueError(f"repeated takes an array of size 1 along axis {axis}, not {x.shape}")
+    return jnp.concatenate([x] * count, axis=axis) if count > 1 else x
 
 
 def materialized(table):

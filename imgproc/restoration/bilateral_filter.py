@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import from_nhwc, slice_at, to_nhwc, to_output
+from imgproc.core.arrays import from_nhwc, repeated, slice_at, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image, is_traced
@@ -65,7 +65,7 @@ def _bilateral_nhwc(x, sigma_color, sigma_spatial, *, r, mode):
     offsets = tuple((i, j) for i, j in half_window(r).tolist() if math.sqrt(i * i + j * j) <= r)  # OpenCV's round window
     sums = (p[:, :, 2 * r:2 * r + h, 2 * r:2 * r + w], jnp.ones((n, 1, h, w), p.dtype))
     num, den = _weighted_sums(offsets, sums, p, cc, sc)
-    return jnp.moveaxis(num / den, 1, 3)
+    return jnp.moveaxis(num / repeated(den, c, 1), 1, 3)
 
 
 def _add_offsets(sums, offsets, operands):
@@ -85,8 +85,8 @@ def _add_offsets(sums, offsets, operands):
         wgt = jnp.exp(sc * (i * i + j * j) + cc * dist * dist)  # the exponential last: read three times
         w_fwd = wgt[:, :, r:r + h, r:r + w]
         w_bwd = slice_at(wgt, (0, 0, r - i, r - j), (n, 1, h, w))
-        num = (num + w_fwd * slice_at(p, (0, 0, 2 * r + i, 2 * r + j), (n, c, h, w))
-               + w_bwd * slice_at(p, (0, 0, 2 * r - i, 2 * r - j), (n, c, h, w)))
+        num = (num + repeated(w_fwd, c, 1) * slice_at(p, (0, 0, 2 * r + i, 2 * r + j), (n, c, h, w))
+               + repeated(w_bwd, c, 1) * slice_at(p, (0, 0, 2 * r - i, 2 * r - j), (n, c, h, w)))
         den = den + w_fwd + w_bwd
     return num, den
 

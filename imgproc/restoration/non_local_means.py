@@ -39,7 +39,7 @@ import numpy as np
 from jax import lax
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import from_nhwc, to_nhwc, to_output
+from imgproc.core.arrays import from_nhwc, repeated, to_nhwc, to_output
 from imgproc.core.boundary import padded_planes
 from imgproc.core.registry import KEEPS_TARGETS, OpInfo, register_ops
 from imgproc.core.validate import MODE_CHECK, check_odd, check_per_image
@@ -170,7 +170,7 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
         w_bwd = lax.dynamic_slice(wgt, (0, d - dy, d - dx), (n, hh, ww))  # w_t(q - t) = w_{-t}(q)
         x_fwd = lax.dynamic_slice(p, (0, 0, pad + dy, pad + dx), (n, c, hh, ww))
         x_bwd = lax.dynamic_slice(p, (0, 0, pad - dy, pad - dx), (n, c, hh, ww))
-        return num + w_fwd[:, None] * x_fwd + w_bwd[:, None] * x_bwd, den + w_fwd + w_bwd
+        return num + repeated(w_fwd[:, None], c, 1) * x_fwd + repeated(w_bwd[:, None], c, 1) * x_bwd, den + w_fwd + w_bwd
 
     @jax.checkpoint  # reverse mode recomputes each offset instead of keeping its maps: 1.8 -> 0.5 GB on 256^2
     def body(k, carry):
@@ -186,7 +186,7 @@ def _block(p, hh, ww, *, sigma, h, r, d, first):
         return centre
     num, den, columns = lax.fori_loop(1, last + 1, body, (centre, jnp.ones((n, hh, ww), p.dtype), column_sums(0)))
     num, den = accumulate(last, columns, num, den)
-    return num / den[:, None]
+    return num / repeated(den[:, None], c, 1)
 
 
 # ----------------------------------------------------------------------------- nl_means
