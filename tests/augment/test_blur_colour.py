@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 import skimage.color as skc
+import skimage.data
 
 import imgproc
 from imgproc.augment.blur import motion_kernel
@@ -130,6 +131,56 @@ def test_colour_space_ranges_and_round_trips():
     np.testing.assert_allclose(imgproc.ycbcr_to_rgb(imgproc.rgb_to_ycbcr(f)), f, atol=1e-5)
     with pytest.raises(ValueError, match="rgb_to_lab needs an RGB image"):
         imgproc.rgb_to_lab(X[..., :2])
+
+
+# scikit-image's own cases (skimage/color/tests/test_colorconv.py) for the conversions
+# imgproc has, on float32 (skimage's on float64, hence a few places fewer where it asks
+# for 7): its colour bars, the colour wheel sampled every 16 pixels against Python's
+# colorsys, Bruce Lindbloom's Lab values, its out-of-gamut Lab points and its YCbCr values.
+COLBARS = np.swapaxes(np.array([[1, 1, 0, 0, 1, 1, 0, 0],
+                                [1, 1, 1, 1, 0, 0, 0, 0],
+                                [1, 0, 1, 0, 1, 0, 1, 0]], np.float32).reshape(3, 4, 2), 0, 2)
+WHEEL = skimage.data.colorwheel()[::16, ::16]
+
+
+def test_skimages_rgb_to_hsv_against_colorsys():  # test_rgb2hsv_conversion
+    import colorsys
+
+    rgb = WHEEL.astype(np.float32) / 255
+    want = np.array([colorsys.rgb_to_hsv(*p) for p in rgb.reshape(-1, 3).astype(np.float64)])
+    np.testing.assert_allclose(np.asarray(imgproc.rgb_to_hsv(rgb)).reshape(-1, 3), want, atol=2e-6)
+
+
+def test_skimages_hsv_to_rgb_against_colorsys():  # test_hsv2rgb_conversion: values up to 255, decimal=4
+    import colorsys
+
+    rgb = WHEEL.astype(np.float32)
+    hsv = np.array([colorsys.rgb_to_hsv(*p) for p in rgb.reshape(-1, 3)], np.float32).reshape(rgb.shape)
+    np.testing.assert_allclose(np.asarray(imgproc.hsv_to_rgb(hsv)), rgb, atol=1.5e-4 * 255)
+
+
+def test_skimages_lab_cases():
+    # test_rgb2lab_brucelindbloom: D65, sRGB, decimal=2
+    lindbloom = np.array([[100, 0, 0], [97.1393, -21.5537, 94.4780], [91.1132, -48.0875, -14.1312],
+                          [87.7347, -86.1827, 83.1793], [60.3242, 98.2343, -60.8249], [53.2408, 80.0925, 67.2032],
+                          [32.2970, 79.1875, -107.8602], [0, 0, 0]]).T
+    want = np.swapaxes(lindbloom.reshape(3, 4, 2), 0, 2)
+    np.testing.assert_allclose(np.asarray(imgproc.rgb_to_lab(COLBARS)), want, atol=1.5e-2)
+    # test_lab_rgb_outlier: out-of-gamut Lab clipped into [0, 1], decimal=3
+    lab = np.array([[[50, -12, 85]], [[50, 12, -85]], [[90, -4, -47]]], np.float32)
+    want = np.array([[[0.501, 0.481, 0]], [[0, 0.482, 1.]], [[0.578, 0.914, 1.]]])
+    np.testing.assert_allclose(np.asarray(imgproc.lab_to_rgb(lab)), want, atol=1.5e-3)
+    # test_lab_rgb_roundtrip on the colour wheel (decimal=6 on float64)
+    rgb = WHEEL.astype(np.float32) / 255
+    np.testing.assert_allclose(np.asarray(imgproc.lab_to_rgb(imgproc.rgb_to_lab(rgb))), rgb, atol=2e-5)
+
+
+def test_skimages_ycbcr_cases():  # test_yuv and test_yuv_roundtrip (decimal=6 on float64)
+    white_green = np.array([[[1.0, 1.0, 1.0]], [[0.0, 1.0, 0.0]]], np.float32)
+    np.testing.assert_allclose(np.asarray(imgproc.rgb_to_ycbcr(white_green)),
+                               [[[235, 128, 128]], [[144.553, 53.797, 34.214]]], atol=1e-4)
+    rgb = WHEEL.astype(np.float32) / 255
+    np.testing.assert_allclose(np.asarray(imgproc.ycbcr_to_rgb(imgproc.rgb_to_ycbcr(rgb))), rgb, atol=2e-6)
 
 
 # --------------------------------------------------------------------------- CLAHE

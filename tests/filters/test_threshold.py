@@ -1,5 +1,6 @@
 """threshold_otsu against skimage.filters.threshold_otsu: integer images exactly, float
-images within one histogram bin, per image in a batch, in every layout."""
+images within one histogram bin, per image in a batch, in every layout; and the Otsu cases
+of scikit-image's own ``skimage/filters/tests/test_thresholding.py``."""
 
 import jax
 import numpy as np
@@ -40,6 +41,46 @@ def test_per_image_in_a_batch(layout, rng):
     assert got.shape == (3,) and got.dtype == np.float32
     assert got.tolist() == [float(skf.threshold_otsu(im)) for im in batch[:2]] + [77.0]
     np.testing.assert_array_equal(jax.jit(lambda b: imgproc.threshold_otsu(b, layout=layout))(x), got)
+
+
+# scikit-image's test_thresholding.py: TestSimpleImage's image (int there; uint8, uint16
+# and float32 here, and its "negative int" case as float32: imgproc takes no signed integers)
+SIMPLE = np.array([[0, 0, 1, 3, 5],
+                   [0, 1, 4, 3, 4],
+                   [1, 2, 5, 4, 1],
+                   [2, 4, 5, 2, 1],
+                   [4, 5, 1, 0, 0]])
+
+
+def test_skimages_simple_image():
+    assert float(imgproc.threshold_otsu(SIMPLE.astype(np.uint8))) == 2  # test_otsu
+    assert float(imgproc.threshold_otsu(SIMPLE.astype(np.uint16))) == 2
+    assert 2 <= float(imgproc.threshold_otsu(SIMPLE.astype(np.float32))) < 3  # test_otsu_float_image
+    shifted = (SIMPLE - 2).astype(np.float32)  # test_otsu_negative_int, in float
+    assert 0 <= float(imgproc.threshold_otsu(shifted)) < 1
+    assert float(imgproc.threshold_otsu(shifted)) == skf.threshold_otsu(shifted)
+
+
+@pytest.mark.parametrize("name, as_float, low, high", [
+    ("camera", False, 101, 103),  # test_otsu_camera_image (the camera photo of skimage >= 0.18)
+    ("coins", False, 106, 108),  # test_otsu_coins_image
+    ("coins", True, 0.41, 0.42),  # test_otsu_coins_image_as_float
+    ("astronaut", False, 109, 111),  # test_otsu_astro_image: an RGB image, flattened
+])
+def test_skimages_photos(name, as_float, low, high):
+    skimage = pytest.importorskip("skimage")
+    image = skimage.img_as_ubyte(getattr(skimage.data, name)())
+    if as_float:
+        image = skimage.img_as_float(image).astype(np.float32)
+    got = float(imgproc.threshold_otsu(image))
+    assert low < got < high
+    want = skf.threshold_otsu(image)
+    assert got == want if not as_float else abs(got - want) <= 1e-6
+
+
+def test_skimages_one_colour_image():
+    # test_otsu_one_color_image: a constant image's threshold is its value
+    assert float(imgproc.threshold_otsu(np.ones((10, 10), np.uint8))) == 1
 
 
 @pytest.mark.parametrize("call, match", [
