@@ -123,9 +123,10 @@ def written_unreported(jobs, reported, since: float):
 
 
 def is_inline_spec(spec: str) -> bool:
-    """Whether the command line's SPEC is the JSON list itself: it starts with ``[`` and
-    names no file."""
-    return spec.lstrip().startswith("[") and not Path(spec).exists()
+    """Whether the command line's SPEC is written out itself: it starts with ``[`` (the
+    JSON list) or ``{`` (one stage without its list, which :func:`load_spec` refuses with a
+    usage error saying so, rather than "no such file") and names no file."""
+    return spec.lstrip().startswith(("[", "{")) and not Path(spec).exists()
 
 
 def spec_label(spec: str) -> str:
@@ -151,6 +152,10 @@ def load_spec(spec, **options):
     except OSError as e:
         raise InputError(spec, f"cannot read ({e.strerror or e})") from None
     try:
+        if inline and spec.lstrip().startswith("{"):
+            json.loads(text)  # bad JSON is reported as such first
+            raise ValueError("a pipeline spec is a JSON list of stages; got one stage: write it as "
+                             f"[{spec.strip()}]")
         return imgproc.Pipeline.from_spec(text, **options)
     except json.JSONDecodeError as e:
         raise ValueError(f"{name}: not valid JSON ({e})") from None

@@ -98,6 +98,9 @@ def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, sampl
         (["run", '[{{"op": "blurr"}}]', "{noisy}", "{out}"], 2, "error: the spec: unknown op 'blurr'"),
         (["run", '[{{"op": "random_rotate"}}]', "{noisy}", "{out}"], 2, "error: the spec: has random ops; pass --seed"),
         (["run", '[{{"op": ', "{noisy}", "{out}"], 2, "error: the spec: not valid JSON"),
+        (["run", '{{"op": "erosion", "size": 5}}', "{noisy}", "{out}"], 2,
+         'got one stage: write it as [{{"op": "erosion", "size": 5}}]'),
+        (["run", '{{"op": ', "{noisy}", "{out}"], 2, "error: the spec: not valid JSON"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path):
