@@ -397,8 +397,8 @@ def _apply_sharpness(image, params, *, layout, factor=2.0, max_value=None):
 
 
 OPS = (
-    OpInfo("to_float", to_float, out_dtype="float32"),
-    OpInfo("normalize", normalize, out_dtype="float32"),
+    OpInfo("to_float", to_float, out_dtype="float32", out_max_value=1.0),
+    OpInfo("normalize", normalize, out_dtype="float32", out_max_value=1.0),
     OpInfo("invert", invert),
     OpInfo("posterize", posterize, not_differentiable=NOT_DIFFERENTIABLE["posterize"]),
     OpInfo("solarize", solarize),

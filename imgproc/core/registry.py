@@ -202,8 +202,13 @@ class OpInfo:
             (geometric), a function of the stage's options returning one of those or None
             (ops holding other stages), or None: unknown, and refused when targets are given.
         out_dtype: ops whose result has a fixed dtype whatever the input (``"float32"``
-            for ``normalize`` and ``to_float``); a pipeline with such a stage returns it
-            (None: the op keeps the input dtype, the rule).
+            for ``normalize``, ``to_float`` and the derivative filters); a pipeline with such
+            a stage returns it (None: the op keeps the input dtype, the rule).
+        out_max_value: the value range (``max_value``) a pipeline tells the stages after
+            this op: ``1.0`` for ``normalize`` and ``to_float``, whose result is on [0, 1];
+            None (the rule): the input dtype's, kept by the derivative filters too, whose
+            float32 result stays in the image's units (a uint8 image's Sobel in
+            -1020..1020).
         canvas: ops that set the output size: their :class:`CanvasForm`, which lets a
             pipeline take a list of images of different sizes in one program.
         checks: option name -> the function the op checks that option's value with
@@ -228,6 +233,7 @@ class OpInfo:
     on_canvas: Callable | None = None
     targets: object = None
     out_dtype: str | None = None
+    out_max_value: float | None = None
     canvas: CanvasForm | None = None
     checks: Mapping[str, Callable] = dataclasses.field(default_factory=dict, compare=False)
     not_differentiable: str | None = None

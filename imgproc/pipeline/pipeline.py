@@ -10,8 +10,9 @@ Semantics (docs/guide.md, "Semantics"):
 
 * The whole chain runs in float32; the result is cast to the input dtype once, at the end
   (integers rounded and saturated), never between stages. A pipeline with a stage of
-  fixed output dtype (``normalize``, ``to_float``: float32) returns that dtype instead. The pipeline passes each stage
-  the value range of the input dtype (``max_value``) and its lowering hints explicitly.
+  fixed output dtype (``normalize``, ``to_float``, the derivative filters: float32) returns that dtype instead. The
+  pipeline passes each stage the value range of the input dtype (``max_value``; after a ``normalize`` or
+  ``to_float`` stage, 1.0: :func:`max_value_after`) and its lowering hints explicitly.
 * Deterministic stages run on the whole batch at once. A random stage draws its
   parameters for image ``i`` from ``stage_key(key, indices[i], s)`` =
   ``fold_in(fold_in(key, indices[i]), s)`` (``indices`` defaults to ``arange(B)``) and
@@ -141,9 +142,10 @@ class Pipeline:
     it has random stages; ``return_params=True`` also returns what each stage drew (a
     tuple with one entry per stage: None for deterministic stages, a pytree of arrays
     with a leading batch axis for random ones), which :meth:`apply` replays. Output
-    shape and dtype equal the input's (except that a pipeline with a ``normalize`` or
-    ``to_float`` stage returns float32, see :meth:`output_dtype`; the stages after it are
-    told ``max_value=1.0``); its type is the caller's (:mod:`imgproc.core.array_type`):
+    shape and dtype equal the input's (except that a pipeline with a ``normalize``,
+    ``to_float`` or derivative stage returns float32, see :meth:`output_dtype`; the stages
+    after a ``normalize`` or ``to_float`` are told ``max_value=1.0``, those after a
+    derivative the input's range, its units); its type is the caller's (:mod:`imgproc.core.array_type`):
     NumPy (or a list) in gives a writable NumPy array, a ``jax.Array`` gives a
     ``jax.Array``, the same for buckets, chunks and the per-core split. On CPU a concrete batch whose random stages loop
     per image is run as one slice per core, in threads (:mod:`imgproc.pipeline.execution`); the
@@ -485,7 +487,8 @@ class Pipeline:
         # a fused random run right after the plan runs in the plan's loop (run_plan's ``then``)
         run = fused_run(self.stages, plan.stop) if per_image else None
         then = None if run is None else (run, fused_body(
-            self.stages, plan.stop, key=key, layout=image_layout(layout), max_value=dtype_max(canvas.dtype),
+            self.stages, plan.stop, key=key, layout=image_layout(layout),
+            max_value=max_value_after(self.stages, plan.stop, canvas.dtype),
             out_dtype=self.output_dtype(canvas.dtype)))
         x, p, *run_drawn = variable_size.run_plan(plan, canvas, true_hw, key, indices, params,
                                                   layout=image_layout(layout), per_image=per_image, then=then)
@@ -580,7 +583,7 @@ class Pipeline:
 
     def output_dtype(self, dtype):
         """The dtype a call on ``dtype`` input returns: the input's, or float32 when a stage
-        has a fixed output dtype (``normalize``, ``to_float``)."""
+        has a fixed output dtype (``normalize``, ``to_float``, the derivative filters)."""
         fixed = [s.info.out_dtype for s in self.stages if s.info.out_dtype is not None]
         return jnp.dtype(fixed[-1]) if fixed else jnp.dtype(dtype)
 
@@ -588,7 +591,7 @@ class Pipeline:
         """The stages from ``start`` on (earlier ones ran already: ``images`` is then their
         float32 result, ``in_dtype`` the caller's dtype)."""
         in_dtype = images.dtype if in_dtype is None else in_dtype
-        max_value = dtype_max(in_dtype)  # what "white" is for ops with max_value=None
+        max_value = max_value_after(self.stages, start, in_dtype)  # what "white" is for ops with max_value=None
         out_dtype = self.output_dtype(in_dtype)
         x = images.astype(jnp.float32)
         one = image_layout(layout)
@@ -610,8 +613,8 @@ class Pipeline:
                                                                           None))
                 else:
                     x = stage(x, layout=layout, max_value=max_value, hints=hints)
-                if stage.info.out_dtype is not None:
-                    max_value = 1.0  # normalize / to_float: float output, later stages see [0, 1]
+                if stage.info.out_max_value is not None:  # normalize, to_float: on [0, 1] now
+                    max_value = stage.info.out_max_value
                 continue
             if layout not in BATCH_LAYOUTS:
                 p = stage.sample(stage_key(key, indices[0], s), x.shape, layout=layout, max_value=max_value) \
@@ -626,6 +629,22 @@ class Pipeline:
                 max_value=max_value, out_dtype=out_dtype)
             drawn[s:next_random] = run_params
         return to_output(x, out_dtype), tuple(drawn)
+
+
+def max_value_after(stages, count: int, dtype) -> float:
+    """The value range (``max_value``) a pipeline tells the stage after the first ``count``
+    of ``stages`` on ``dtype`` input: the dtype's, or the last ``OpInfo.out_max_value``
+    among them (``normalize`` and ``to_float``: 1.0). A derivative
+    filter's float32 result keeps the image's units, so it keeps the range: after a uint8
+    image's Gaussian gradient magnitude, ``adjust_gamma`` clips at 255, not at 1.
+
+    >>> import numpy as np
+    >>> stages = [Stage.of({"op": "sobel", "axis": 0}), Stage.of({"op": "normalize", "mean": 0.5, "std": 0.2})]
+    >>> max_value_after(stages, 1, np.uint8), max_value_after(stages, 2, np.uint8)
+    (255.0, 1.0)
+    """
+    fixed = [s.info.out_max_value for s in stages[:count] if s.info.out_max_value is not None]
+    return fixed[-1] if fixed else dtype_max(dtype)
 
 
 def _bucket_signature(images, layout, *, batch=True) -> tuple:

@@ -181,6 +181,25 @@ def test_derivative_filters_return_float32_for_every_dtype(name, dtype):
                                else np.asarray(imgproc.prewitt(x.astype(np.uint8), 0)), atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "float32"])
+def test_stages_after_a_derivative_keep_the_images_range(dtype):
+    """A derivative's float32 result stays in the image's units, so the stages after it in
+    a pipeline are told the input's range (a uint8 image's: 255), not [0, 1] as after
+    ``normalize``: an identity gamma leaves a gradient magnitude alone instead of clipping
+    it at 1, and a normalize after a Sobel scales it by the input's range."""
+    scale = {"uint8": 30, "uint16": 7000, "float32": 0.1}[dtype]
+    x = (np.tile(np.arange(8)[::-1, None], (1, 6)) * scale).astype(dtype)
+    white = float(np.iinfo(dtype).max) if dtype != "float32" else 1.0
+    magnitude = np.asarray(imgproc.gaussian_gradient_magnitude(x, 1.0))
+    assert magnitude.max() > 1.0 or dtype == "float32"
+    got = imgproc.Pipeline([{"op": "gaussian_gradient_magnitude", "sigma": 1.0}, {"op": "adjust_gamma", "gamma": 1.0}])(x)
+    np.testing.assert_allclose(got, np.asarray(imgproc.adjust_gamma(magnitude, 1.0, max_value=white)), rtol=1e-6)
+    np.testing.assert_allclose(got, np.minimum(magnitude, white), rtol=1e-5, atol=1e-6 * white)
+    got = imgproc.Pipeline([{"op": "sobel", "axis": 0}, {"op": "normalize", "mean": -4, "std": 8}])(x)
+    np.testing.assert_allclose(got, (np.asarray(imgproc.sobel(x, 0)) / white + 4) / 8, rtol=1e-6, atol=1e-6)
+    assert 0 <= float(np.min(got)) and float(np.max(got)) <= 1  # -4..4 times the range: into [0, 1]
+
+
 def test_traced_sigma_of_the_gaussian_derivatives(rng):
     x = _image(rng, 13, 15, 2)
     for op, order in ((imgproc.gaussian_laplace, None), (imgproc.gaussian_gradient_magnitude, None),
