@@ -376,9 +376,18 @@ SAVE_FLOAT_MAX = 1.5
 SAVE_FLOAT_MIN = -0.5
 
 
+class FloatRangeError(ValueError):
+    """A float image to save holds values clearly outside [0, 1]: ``low``..``high``."""
+
+    def __init__(self, message: str, low: float, high: float):
+        super().__init__(message)
+        self.low, self.high = low, high
+
+
 def check_saved_float_range(array) -> None:
     """Refuse a float image to be saved whose values are clearly outside [0, 1] (max >
-    :data:`SAVE_FLOAT_MAX` or min < :data:`SAVE_FLOAT_MIN`), naming the fix."""
+    :data:`SAVE_FLOAT_MAX` or min < :data:`SAVE_FLOAT_MIN`; :class:`FloatRangeError`),
+    naming the fix."""
     a = np.asarray(array)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16" or a.size == 0:
         return
@@ -388,7 +397,7 @@ def check_saved_float_range(array) -> None:
         raise ValueError("a float image to save must hold finite values; this one holds NaN or infinity "
                          "(it would come out black there)")
     if hi > SAVE_FLOAT_MAX or lo < SAVE_FLOAT_MIN:
-        raise ValueError(
+        raise FloatRangeError(
             f"a float image is saved as values in [0, 1], but this one holds {lo:g}..{hi:g} (it would come out "
             f"{'white' if hi > SAVE_FLOAT_MAX else 'black'}): for 0..255 data pass image / 255, or "
-            "np.clip(image, 0, 255).round().astype(np.uint8); for 0..65535 data, image / 65535")
+            "np.clip(image, 0, 255).round().astype(np.uint8); for 0..65535 data, image / 65535", lo, hi)

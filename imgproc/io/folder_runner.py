@@ -21,6 +21,7 @@ import traceback
 
 import numpy as np
 
+from imgproc.core.validate import FloatRangeError
 from imgproc.errors import ImgprocError, InvalidImageError, OutputError, OutputExistsError, WriteError
 from imgproc.io import memory
 from imgproc.io.codec import same_file, save_image, temp_files_for
@@ -263,6 +264,11 @@ def write_result(result: Result, opts: RunOptions) -> bool:
     try:
         save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
                    exif=exif, icc_profile=icc)
+    except FloatRangeError as e:  # said for a spec, not for Python code
+        raise ValueError(
+            f"the result holds {e.low:g}..{e.high:g} as floats, and a float result is written as values in [0, 1]: "
+            "end the spec with a stage that maps it there (a derivative filter's result is in the image's "
+            'units: after an 8-bit image\'s sobel, {"op": "normalize", "mean": -4, "std": 8})') from None
     except OutputExistsError:
         if opts.overwrite:
             raise

@@ -101,6 +101,9 @@ def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, sampl
         (["run", '{{"op": "erosion", "size": 5}}', "{noisy}", "{out}"], 2,
          'got one stage: write it as [{{"op": "erosion", "size": 5}}]'),
         (["run", '{{"op": ', "{noisy}", "{out}"], 2, "error: the spec: not valid JSON"),
+        # a derivative's result is in the image's units, and floats are written as [0, 1]
+        (["run", '[{{"op": "sobel", "axis": 1}}]', "{noisy}", "{out}"], 2,
+         'as floats, and a float result is written as values in [0, 1]: end the spec with a stage'),
     ],
 )
 def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path):
