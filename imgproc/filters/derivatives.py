@@ -15,8 +15,8 @@ saturating them instead would lose every falling edge. These filters return floa
 the image's own units (a uint8 image's Sobel lies in -1020..1020), the values scipy
 computes on ``x.astype(float)``; a pipeline with one of them returns float32 (as with
 ``normalize``), and tells the stages after it the input's range (``max_value``), the
-units the result is in (after ``normalize``: 1.0). :func:`imgproc.gaussian_blur` with ``order=`` keeps the dtype like every
-blur.
+units the result is in (after ``normalize``: 1.0). :func:`imgproc.gaussian_blur` with
+``order=`` keeps the dtype like every blur.
 """
 
 from __future__ import annotations
