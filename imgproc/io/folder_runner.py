@@ -268,7 +268,8 @@ def write_result(result: Result, opts: RunOptions) -> bool:
         raise ValueError(
             f"the result holds {e.low:g}..{e.high:g} as floats, and a float result is written as values in [0, 1]: "
             "end the spec with a stage that maps it there (a derivative filter's result is in the image's "
-            'units: after an 8-bit image\'s sobel, {"op": "normalize", "mean": -4, "std": 8})') from None
+            'units: after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range '
+            "onto [0, 1])") from None
     except OutputExistsError:
         if opts.overwrite:
             raise
