@@ -68,8 +68,11 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     if loop == "while":
         return lax.while_loop(lambda s: (s[0] < n_iter) & ~jnp.all(s[5]), advance, state)[2]
 
-    def body(state, _):  # past n_iter: the steps that make up the outer loop's last round
-        return lax.cond(jnp.all(state[5]) | (state[0] >= n_iter), lambda s: s, advance, state), None
+    def finished(state):  # every plane stopped, or past n_iter (the outer loop's last round)
+        return jnp.all(state[5]) | (state[0] >= n_iter)
+
+    def body(state, _):
+        return lax.cond(finished(state), lambda s: s, advance, state), None
 
     # the steps as rounds of about sqrt(n_iter), each round recomputed in reverse mode's
     # backward pass (jax.checkpoint): it keeps the state of each round and of one round's
@@ -77,8 +80,9 @@ def _iterate(planes, weight, eps, n_iter: int, *, loop: str):
     inner = math.isqrt(n_iter - 1) + 1  # n_iter >= 1
 
     @jax.checkpoint
-    def round_of_steps(state, _):
-        return lax.scan(body, state, None, length=inner)[0], None
+    def round_of_steps(state, _):  # a round after the planes stopped is skipped whole
+        steps = lambda s: lax.scan(body, s, None, length=inner)[0]
+        return lax.cond(finished(state), lambda s: s, steps, state), None
 
     return lax.scan(round_of_steps, state, None, length=-(-n_iter // inner))[0][2]
 

@@ -395,6 +395,8 @@ def test_tv_chambolle_runs_a_while_loop_and_is_differentiated_as_the_scan_of_the
         scan = jax.make_jaxpr(lambda p: total_variation._iterate(p, w, 0.0, n_iter, loop="scan"))(planes).jaxpr
         assert [e.params["length"] for e in equations(scan, "scan")] == lengths
         assert equations(scan, "remat2") or equations(scan, "checkpoint")  # jax.checkpoint, by either name
+        # a round after every plane stopped is skipped whole (a conditional around its steps)
+        assert any(equations(branch.jaxpr, "scan") for c in equations(scan, "cond") for branch in c.params["branches"])
         np.testing.assert_array_equal(
             jax.jit(lambda p: total_variation._iterate(p, w, 0.0, n_iter, loop="scan"))(planes),
             jax.jit(lambda p: total_variation._iterate(p, w, 0.0, n_iter, loop="while"))(planes))
