@@ -119,7 +119,8 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
 
     from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
-    from imgproc.io.folder_runner import split_alpha
+    from imgproc.core.validate import FloatRangeError
+    from imgproc.io.folder_runner import float_result_error, split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     files = _inputs(os.path.expanduser(input))
@@ -159,6 +160,8 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
                         written += 1
                     except OutputExistsError:  # appeared since the check above: another run wrote it
                         raced += 1
+                    except FloatRangeError as e:
+                        raise float_result_error(e) from None
         except ImgprocError as e:
             click.echo(f"error: {e}", err=True)
             failures.append((src, e.exit_code))

@@ -241,6 +241,16 @@ def _stacked(images) -> np.ndarray:
 WRITTEN_BY_ANOTHER_RUN = "written by another run"
 
 
+def float_result_error(error: FloatRangeError) -> ValueError:
+    """``error`` (a float result outside [0, 1] refused on save) said for a command's spec
+    rather than for Python code: what to end the spec with."""
+    return ValueError(
+        f"the result holds {error.low:g}..{error.high:g} as floats, and a float result is written as values in "
+        "[0, 1]: end the spec with a stage that maps it there (a derivative filter's result is in the image's "
+        'units: after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range '
+        "onto [0, 1])")
+
+
 def write_result(result: Result, opts: RunOptions) -> bool:
     """Save one result atomically to its job's output (the writer of every engine):
     stale temporary files of a killed run removed, folders created, metadata kept
@@ -264,12 +274,8 @@ def write_result(result: Result, opts: RunOptions) -> bool:
     try:
         save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
                    exif=exif, icc_profile=icc)
-    except FloatRangeError as e:  # said for a spec, not for Python code
-        raise ValueError(
-            f"the result holds {e.low:g}..{e.high:g} as floats, and a float result is written as values in [0, 1]: "
-            "end the spec with a stage that maps it there (a derivative filter's result is in the image's "
-            'units: after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range '
-            "onto [0, 1])") from None
+    except FloatRangeError as e:
+        raise float_result_error(e) from None
     except OutputExistsError:
         if opts.overwrite:
             raise

@@ -127,6 +127,20 @@ def test_augment_says_urls_are_not_read(tmp_path):
     assert code == 66 and "URLs are not read" in err
 
 
+def test_augment_names_the_stage_a_float_result_needs(folder, tmp_path):
+    """A derivative's result is in the image's units; written as [0, 1] it is refused with
+    the stage to end the spec with, which then works (as for imgproc run)."""
+    spec = tmp_path / "s.json"
+    spec.write_text('[{"op": "sobel", "axis": 0}, {"op": "random_flip_left_right"}]')
+    code, _, err = run("augment", folder / "a.png", tmp_path / "o", "--spec", spec, "--count", 1, "--no-sheet")
+    assert code == 2 and 'end the spec with a stage that maps it there' in err and "image / 255" not in err
+    spec.write_text('[{"op": "sobel", "axis": 0}, {"op": "normalize", "mean": -4, "std": 8}, '
+                    '{"op": "random_flip_left_right"}]')
+    code, _, err = run("augment", folder / "a.png", tmp_path / "o", "--spec", spec, "--count", 1, "--no-sheet")
+    assert code == 0, err
+    assert (tmp_path / "o" / "a_000.png").is_file()
+
+
 def test_tilde_is_expanded(folder, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     code, _, err = run("blur", "~/in/a.png", "~/o.png")
