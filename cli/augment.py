@@ -119,8 +119,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
 
     from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
-    from imgproc.core.validate import FloatRangeError
-    from imgproc.io.folder_runner import float_result_error, split_alpha
+    from imgproc.io.folder_runner import save_spec_result, split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     files = _inputs(os.path.expanduser(input))
@@ -156,12 +155,10 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
             for d, v in zip(dsts, variants):
                 if d in todo:
                     try:
-                        imgproc.save_image(d, v, quality=quality, overwrite=overwrite, source=src)
+                        save_spec_result(d, v, quality=quality, overwrite=overwrite, source=src)
                         written += 1
                     except OutputExistsError:  # appeared since the check above: another run wrote it
                         raced += 1
-                    except FloatRangeError as e:
-                        raise float_result_error(e) from None
         except ImgprocError as e:
             click.echo(f"error: {e}", err=True)
             failures.append((src, e.exit_code))

@@ -241,14 +241,18 @@ def _stacked(images) -> np.ndarray:
 WRITTEN_BY_ANOTHER_RUN = "written by another run"
 
 
-def float_result_error(error: FloatRangeError) -> ValueError:
-    """``error`` (a float result outside [0, 1] refused on save) said for a command's spec
-    rather than for Python code: what to end the spec with."""
-    return ValueError(
-        f"the result holds {error.low:g}..{error.high:g} as floats, and a float result is written as values in "
-        "[0, 1]: end the spec with a stage that maps it there (a derivative filter's result is in the image's "
-        'units: after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range '
-        "onto [0, 1])")
+def save_spec_result(path, image, **options) -> None:
+    """:func:`imgproc.save_image` of a command's result, its refusal of a float result
+    clearly outside [0, 1] said for the command's spec rather than for Python code: the
+    stage to end the spec with."""
+    try:
+        save_image(path, image, **options)
+    except FloatRangeError as e:
+        raise ValueError(
+            f"the result holds {e.low:g}..{e.high:g} as floats, and a float result is written as values in [0, 1]: "
+            "end the spec with a stage that maps it there (a derivative filter's result is in the image's units: "
+            'after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range onto '
+            "[0, 1])") from None
 
 
 def write_result(result: Result, opts: RunOptions) -> bool:
@@ -272,10 +276,8 @@ def write_result(result: Result, opts: RunOptions) -> bool:
     exif = None if opts.strip else result.info.exif
     icc = None if opts.strip else result.info.icc_profile
     try:
-        save_image(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
-                   exif=exif, icc_profile=icc)
-    except FloatRangeError as e:
-        raise float_result_error(e) from None
+        save_spec_result(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+                         exif=exif, icc_profile=icc)
     except OutputExistsError:
         if opts.overwrite:
             raise
