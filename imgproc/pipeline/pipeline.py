@@ -613,8 +613,7 @@ class Pipeline:
                                                                           None))
                 else:
                     x = stage(x, layout=layout, max_value=max_value, hints=hints)
-                if stage.info.out_max_value is not None:  # normalize, to_float: on [0, 1] now
-                    max_value = stage.info.out_max_value
+                max_value = max_value_after(self.stages, s + 1, in_dtype)  # normalize, to_float: [0, 1] now
                 continue
             if layout not in BATCH_LAYOUTS:
                 p = stage.sample(stage_key(key, indices[0], s), x.shape, layout=layout, max_value=max_value) \
