@@ -12,7 +12,8 @@
 #          360). PART=k/n runs the k-th of n shares of the test files (every n-th file of the
 #          sorted list, from the k-th): on an H200 the whole lane took about 9 minutes with
 #          12-14 workers (2026-11-30), so a 15-minute lease runs it as PART=1/2 and PART=2/2
-#          in two calls. Writes OUT_DIR/pytest.log (a line per test as it ends, so a stopped
+#          in two calls. FILES="a b ..." runs only those test files or node ids (the
+#          ignores above still apply to directories, not to a file named). Writes OUT_DIR/pytest.log (a line per test as it ends, so a stopped
 #          run still lists what ran; skip reasons included), failures.txt (each failure's
 #          traceback as it happens: benchmarks/pytest_failures_log.py), junit.xml and
 #          summary.txt (the counts, the failures, the slowest tests), and prints summary.txt.
@@ -76,7 +77,9 @@ if [ "$mode" != bench ]; then
           --ignore=tests/test_packaging.py --ignore=tests/test_notebooks.py)
   cd "$root"
   targets=(tests)
-  if [ -n "${PART:-}" ]; then  # k/n: every n-th test file of the sorted list, from the k-th
+  if [ -n "${FILES:-}" ]; then  # test files or node ids, separated by spaces
+    read -ra targets <<<"$FILES"
+  elif [ -n "${PART:-}" ]; then  # k/n: every n-th test file of the sorted list, from the k-th
     k=${PART%/*} n=${PART#*/}
     left_out=$(printf '%s\n' "${ignore[@]}" | sed 's/^--ignore=//')  # a named file is run even if ignored
     mapfile -t targets < <(find tests -name 'test_*.py' | sort | grep -vF "$left_out" | awk -v k="$k" -v n="$n" '(NR - k) % n == 0')
@@ -92,7 +95,7 @@ if [ "$mode" != bench ]; then
     >"$out/pytest.log" 2>&1
   rc=$?
   {
-    echo "pytest exit $rc after $(( $(date +%s) - start )) s ($([ $rc = 124 ] && echo "stopped at TESTS_S=${TESTS_S:-360}" || echo finished)); pytest-xdist: ${parallel[*]:-not used, one process}${PART:+; part $PART}"
+    echo "pytest exit $rc after $(( $(date +%s) - start )) s ($([ $rc = 124 ] && echo "stopped at TESTS_S=${TESTS_S:-360}" || echo finished)); pytest-xdist: ${parallel[*]:-not used, one process}${PART:+; part $PART}${FILES:+; files $FILES}"
     grep -E "^(=+ )?[0-9]+ (passed|failed|error|skipped)|^=+ .*(passed|failed|error).* =+$" "$out/pytest.log" | tail -1
     for outcome in PASSED FAILED ERROR SKIPPED; do  # the per-test lines (xdist's, or one process's): there even
       # when stopped; not the short summary's "FAILED tests/..." lines, which repeat them
