@@ -28,7 +28,7 @@ Example:
 
 # The modules whose import registers the ops (imgproc.augment imports each of its modules).
 _OP_FAMILIES = ("imgproc.filters.convolution", "imgproc.filters.linear", "imgproc.filters.derivatives",
-                "imgproc.filters.morphology",                 "imgproc.restoration", "imgproc.augment")
+                "imgproc.filters.morphology", "imgproc.filters.threshold", "imgproc.restoration", "imgproc.augment")
 
 # Public names that are not ops: module -> names ("public=internal" where they differ).
 _NAMES = {

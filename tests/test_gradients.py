@@ -57,7 +57,7 @@ def _shard(names):
 NOT_DIFFERENTIABLE = {
     "posterize", "random_posterize", "equalize", "random_equalize", "clahe", "random_clahe",
     "jpeg_compression", "random_jpeg_compression", "bm3d",
-    "binary_erosion", "binary_dilation", "binary_opening", "binary_closing",
+    "binary_erosion", "binary_dilation", "binary_opening", "binary_closing", "threshold",
 }
 
 # Options for a float image in 0..1 where tests/op_examples.py gives uint8 levels.

@@ -22,7 +22,7 @@ import numpy as np
 
 from imgproc.augment.common import back, to_float as _as_f32
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import channel_axis, from_nhwc, materialized, resolve_max, to_nhwc
+from imgproc.core.arrays import channel_axis, from_nhwc, integer_bits, materialized, resolve_max, to_nhwc
 from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
 from imgproc.core.keys import bernoulli, doctests, maybe, random_op
@@ -32,17 +32,6 @@ from imgproc.filters.separable import shifted_sum
 
 # The 3x3 smoothing kernel of PIL's ImageFilter.SMOOTH and torchvision's adjust_sharpness.
 SMOOTH_KERNEL = np.array([[1, 1, 1], [1, 5, 1], [1, 1, 1]], np.float32) / 13.0
-_INTEGER_BITS = {255.0: 8, 65535.0: 16}
-
-
-def integer_bits(max_value):
-    """8 or 16 when ``max_value`` is an integer range (255, 65535: values are integer
-    levels), else None (float definitions; also for a traced ``max_value``)."""
-    if is_traced(max_value):
-        return None
-    return _INTEGER_BITS.get(float(max_value))
-
-
 def _prepare(image, layout, max_value):
     image, layout = check_image(image, layout)
     m = resolve_max(max_value, image.dtype)

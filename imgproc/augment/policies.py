@@ -42,7 +42,7 @@ import numpy as np
 from imgproc.augment.choice import STRATEGIES, resolve_strategy, run_choice_batch
 from imgproc.augment.common import back, hw
 from imgproc.augment.warp import INTERPOLATIONS, affine_inverse, warp_affine
-from imgproc.core.arrays import resolve_max
+from imgproc.core.arrays import integer_bits, resolve_max
 from imgproc.core.keys import GAMMA_UNIFORMS, below, dirichlet_from, doctests, random_op, uniforms
 from imgproc.core.registry import IN_LOOP, register_ops
 from imgproc.core.validate import check_choice, check_int, check_number, is_traced
@@ -52,7 +52,6 @@ from imgproc.augment.intensity import (
     posterize_float,
     sharpness_float,
     solarize_float,
-    integer_bits,
 )
 
 POLICIES = ("imagenet", "cifar10", "svhn")

@@ -27,7 +27,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout, check_per_image
+from imgproc.core.validate import DTYPES, LAYOUTS, check_dtype, check_layout, check_per_image, is_traced
 
 # The precision every matrix product and convolution of the library states (tests/test_precision.py
 # checks each traced program): float32 products on every backend. Left to the backend, a
@@ -107,6 +107,18 @@ def dtype_max(dtype) -> float:
     """White for ``dtype``: ``iinfo.max`` for integers, 1.0 for floats."""
     dt = jnp.dtype(dtype)
     return float(jnp.iinfo(dt).max) if jnp.issubdtype(dt, jnp.integer) else 1.0
+
+
+_INTEGER_BITS = {255.0: 8, 65535.0: 16}
+
+
+def integer_bits(max_value):
+    """8 or 16 when ``max_value`` is an integer range (255, 65535: values are integer
+    levels, as a uint8 or uint16 image's in a pipeline's float32), else None (float
+    definitions; also for a traced ``max_value``)."""
+    if is_traced(max_value):
+        return None
+    return _INTEGER_BITS.get(float(max_value))
 
 
 def resolve_max(max_value, dtype):

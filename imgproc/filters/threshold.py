@@ -1,4 +1,5 @@
-"""Otsu's threshold with scikit-image's definition (:func:`threshold_otsu`)."""
+"""Otsu's threshold with scikit-image's definition (:func:`threshold_otsu`), and the op that
+binarises an image at it or at a given value (:func:`threshold`)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from imgproc.core.array_type import callers_type
-from imgproc.core.arrays import to_nhwc
+from imgproc.core.arrays import from_nhwc, integer_bits, resolve_max, to_nhwc, to_output
+from imgproc.core.eager import compiled_when_eager
 from imgproc.core.images import check_image
-from imgproc.core.validate import check_int
+from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
+from imgproc.core.validate import check_int, check_number, is_traced
 
-__all__ = ["threshold_otsu"]
+__all__ = ["threshold", "threshold_otsu"]
 
 
 def _otsu(counts, centers):
@@ -95,3 +99,75 @@ def threshold_otsu(image, *, nbins=256, layout=None):
     image, layout = check_image(image, layout)
     out = _threshold_otsu(jnp.asarray(image), layout=layout, nbins=nbins)
     return out if layout in ("NHWC", "NCHW") else out[0]
+
+
+def _per_image(v, n: int):
+    """A scalar, or one value per image (``(N,)``), as an array broadcasting over NHWC."""
+    v = jnp.asarray(v, jnp.float32)
+    return v.reshape(n, 1, 1, 1) if v.ndim == 1 else v
+
+
+@callers_type
+@compiled_when_eager
+def threshold(image, *, value=None, nbins=256, max_value=None, layout=None):
+    """Binarise each image: ``max_value`` where a value is above the threshold, 0 elsewhere,
+    in the image's dtype. OpenCV's ``cv2.threshold(image, value, max_value,
+    cv2.THRESH_BINARY)``, exactly; with ``value=None`` each image's own
+    :func:`threshold_otsu` (scikit-image's ``image > threshold_otsu(image)``, which on a
+    one-channel uint8 image is OpenCV's ``THRESH_BINARY | THRESH_OTSU``). Each channel's
+    values are compared; Otsu's threshold is taken over all of an image's channels.
+
+    Not differentiable: a two-level result, piecewise constant in the image.
+
+    Args:
+        image: HW, HWC, NHWC (or CHW/NCHW with ``layout``); uint8, uint16, float16,
+            bfloat16, float32 or float64.
+        value: the threshold in the image's own units (a number, or one per image of a
+            batch), or None: Otsu's, per image.
+        nbins: bins of a float image's histogram for Otsu's threshold (static). Integer
+            images use one bin per value, and so does a float image whose ``max_value`` is
+            255 or 65535 (a uint8 or uint16 image in a pipeline's float32), rounded.
+        max_value: the value of pixels above the threshold (None: 255 for uint8, 65535
+            for uint16, 1 for floats; in a pipeline, the range it passes).
+        layout: as for :func:`imgproc.correlate`.
+
+    Example:
+        >>> import numpy as np, imgproc
+        >>> x = np.array([[10, 12, 11, 200], [198, 11, 201, 12]], np.uint8)
+        >>> imgproc.threshold(x).tolist()  # Otsu's threshold is 12
+        [[0, 0, 0, 255], [255, 0, 255, 0]]
+        >>> imgproc.threshold(x, value=11, max_value=1).tolist()
+        [[0, 1, 0, 1], [1, 0, 1, 1]]
+    """
+    nbins = check_int("nbins", nbins, low=2, high=1 << 20)
+    image, layout = check_image(image, layout)
+    on = resolve_max(max_value, image.dtype)
+    check_number("max_value", on, low=0, low_open=True)
+    x = to_nhwc(jnp.asarray(image), layout)
+    n = x.shape[0]
+    if value is None:
+        bits = integer_bits(on) if np.ndim(on) == 0 else None
+        if bits is not None and not jnp.issubdtype(x.dtype, jnp.integer):  # integer levels in floats
+            levels = jnp.clip(jnp.round(x.astype(jnp.float32)), 0, float(on)).astype(f"uint{bits}")
+        else:
+            levels = x
+        t = _threshold_otsu(levels, layout="NHWC", nbins=nbins).reshape(n, 1, 1, 1)
+    else:
+        if not is_traced(value):
+            try:
+                values = np.asarray(value, np.float64)
+            except (TypeError, ValueError):
+                values = None
+            if values is None or values.ndim > 1 or not np.all(np.isfinite(values)):
+                raise ValueError(f"value must be a finite number, one per image, or None (Otsu's threshold); "
+                                 f"got {value!r}")
+        t = _per_image(value, n)
+    out = jnp.where(x.astype(jnp.float32) > t, _per_image(on, n), 0.0)
+    return from_nhwc(to_output(out, image.dtype), layout, image.shape)
+
+
+OPS = (
+    OpInfo("threshold", threshold, radius=lambda o: None if o.get("value") is None else 0,
+           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
+)
+register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -1,6 +1,8 @@
 """threshold_otsu against skimage.filters.threshold_otsu: integer images exactly, float
 images within one histogram bin, per image in a batch, in every layout; and the Otsu cases
-of scikit-image's own ``skimage/filters/tests/test_thresholding.py``."""
+of scikit-image's own ``skimage/filters/tests/test_thresholding.py``. The ``threshold`` op
+against OpenCV's ``cv2.threshold`` (``THRESH_BINARY``, with and without ``THRESH_OTSU``)
+and scikit-image's ``image > threshold_otsu(image)``."""
 
 import jax
 import numpy as np
@@ -89,5 +91,86 @@ def test_skimages_one_colour_image():
     (lambda x: imgproc.threshold_otsu(x, layout="NCHW"), "needs a 4-D array"),
 ])
 def test_bad_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(np.zeros((6, 6, 3), np.float32))
+
+
+# ---------------------------------------------------------------- the threshold op
+
+
+def _photos():
+    skimage = pytest.importorskip("skimage")
+    grey = skimage.img_as_ubyte(skimage.color.rgb2gray(skimage.data.astronaut()))
+    return {"camera": skimage.data.camera(), "coins": skimage.data.coins(), "astronaut_grey": grey,
+            "page": skimage.data.page(), "text": skimage.data.text()}
+
+
+def test_otsu_binarisation_equals_opencvs_on_grey_uint8(rng):
+    cv2 = pytest.importorskip("cv2")
+    images = _photos()
+    for i in range(40):  # small images of other spreads, where a tie or an empty bin would show
+        lo, hi = rng.integers(0, 100), rng.integers(150, 256)
+        images[f"random{i}"] = rng.integers(lo, hi, tuple(rng.integers(2, 40, 2)), dtype=np.uint8)
+    for name, x in images.items():
+        _, want = cv2.threshold(x, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)
+        np.testing.assert_array_equal(imgproc.threshold(x), want, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_a_given_value_equals_opencvs_binary_threshold(dtype, rng):
+    cv2 = pytest.importorskip("cv2")
+    x = rng.integers(0, 256, (17, 23, 3)).astype(dtype)
+    if dtype == np.float32:
+        x = x / 255 + rng.normal(0, 1e-3, x.shape).astype(np.float32)
+    for value, top in ((100, 255), (100.5, 7), (0.4, 1.0), (-1, 3)):
+        _, want = cv2.threshold(x, value, top, cv2.THRESH_BINARY)
+        np.testing.assert_array_equal(imgproc.threshold(x, value=value, max_value=top), want)
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.uint16, 250.0), (np.float32, 1 / 255)])
+def test_otsu_binarisation_equals_skimages_rule(dtype, scale, rng):
+    # colour images too: Otsu's threshold over all of the image's values, each value compared
+    for shape in ((20, 30), (12, 14, 3)):
+        x = (_bimodal(rng, int(np.prod(shape))) * scale).astype(dtype).reshape(shape)
+        top = 65535 if dtype == np.uint16 else 1.0
+        want = np.where(x > imgproc.threshold_otsu(x), top, 0).astype(dtype)
+        np.testing.assert_array_equal(imgproc.threshold(x), want)
+        if dtype == np.uint16:  # integer images: skimage's threshold exactly
+            np.testing.assert_array_equal(want, np.where(x > skf.threshold_otsu(x), top, 0).astype(dtype))
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_each_image_of_a_batch_its_own_threshold(layout, rng):
+    batch = np.stack([(_bimodal(rng, 10 * 11 * 3) * s).astype(np.uint8).reshape(10, 11, 3) for s in (1.0, 0.5, 0.2)])
+    x = batch if layout == "NHWC" else np.moveaxis(batch, -1, 1)
+    got = imgproc.threshold(x, layout=layout)
+    want = np.stack([imgproc.threshold(x[i], layout=layout[1:]) for i in range(3)])
+    np.testing.assert_array_equal(got, want)
+    assert len({int(imgproc.threshold_otsu(im)) for im in batch}) == 3  # three thresholds
+    per_image = imgproc.threshold(x, value=[50, 60, 70], layout=layout)
+    np.testing.assert_array_equal(per_image, np.stack([imgproc.threshold(x[i], value=v, layout=layout[1:])
+                                                       for i, v in enumerate((50, 60, 70))]))
+    np.testing.assert_array_equal(jax.jit(lambda b: imgproc.threshold(b, layout=layout))(x), got)
+
+
+def test_in_a_pipeline_the_range_is_the_pipelines(rng):
+    x = _bimodal(rng, 16 * 16 * 3).astype(np.uint8).reshape(16, 16, 3)
+    np.testing.assert_array_equal(imgproc.Pipeline([{"op": "threshold"}])(x), imgproc.threshold(x))
+    # the pipeline computes in float32 with max_value 255: Otsu's bins are still the levels
+    np.testing.assert_array_equal(imgproc.threshold(x.astype(np.float32), max_value=255), imgproc.threshold(x))
+    scaled = imgproc.Pipeline([{"op": "to_float"}, {"op": "threshold", "value": 0.5}])(x)
+    np.testing.assert_array_equal(scaled, np.where(x / 255 > 0.5, 1.0, 0.0).astype(np.float32))
+    assert imgproc.op_info("threshold").not_differentiable
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: imgproc.threshold(x, value="grey"), r"value must be a finite number, one per image, or None"),
+    (lambda x: imgproc.threshold(x, value=np.nan), r"value must be a finite number"),
+    (lambda x: imgproc.threshold(x, value=[[1.0]]), r"value must be a finite number"),
+    (lambda x: imgproc.threshold(x, max_value=0), r"max_value must be a finite number > 0"),
+    (lambda x: imgproc.threshold(x, nbins=1), r"nbins must be an integer in \[2, "),
+    (lambda x: imgproc.threshold(x.astype(bool)), "uint8, uint16, float16, bfloat16, float32"),
+])
+def test_threshold_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call(np.zeros((6, 6, 3), np.float32))
