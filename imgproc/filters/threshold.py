@@ -161,6 +161,8 @@ def threshold(image, *, value=None, nbins=256, max_value=None, layout=None):
             if values is None or values.ndim > 1 or not np.all(np.isfinite(values)):
                 raise ValueError(f"value must be a finite number, one per image, or None (Otsu's threshold); "
                                  f"got {value!r}")
+            if values.ndim == 1 and values.shape[0] != n:
+                raise ValueError(f"value must give one number per image: {n} here; got {values.shape[0]}")
         t = _per_image(value, n)
     out = jnp.where(x.astype(jnp.float32) > t, _per_image(on, n), 0.0)
     return from_nhwc(to_output(out, image.dtype), layout, image.shape)

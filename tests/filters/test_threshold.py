@@ -167,6 +167,7 @@ def test_in_a_pipeline_the_range_is_the_pipelines(rng):
     (lambda x: imgproc.threshold(x, value="grey"), r"value must be a finite number, one per image, or None"),
     (lambda x: imgproc.threshold(x, value=np.nan), r"value must be a finite number"),
     (lambda x: imgproc.threshold(x, value=[[1.0]]), r"value must be a finite number"),
+    (lambda x: imgproc.threshold(x, value=[1.0, 2.0]), r"value must give one number per image: 1 here; got 2"),
     (lambda x: imgproc.threshold(x, max_value=0), r"max_value must be a finite number > 0"),
     (lambda x: imgproc.threshold(x, nbins=1), r"nbins must be an integer in \[2, "),
     (lambda x: imgproc.threshold(x.astype(bool)), "uint8, uint16, float16, bfloat16, float32"),
