@@ -175,3 +175,15 @@ def test_in_a_pipeline_the_range_is_the_pipelines(rng):
 def test_threshold_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call(np.zeros((6, 6, 3), np.float32))
+
+
+@pytest.mark.parametrize("count, levels", [(1, 256), (2, 256), (7, 256), (1000, 256), (999, 200), (501, 65536)])
+def test_level_counts_are_bincount(count, levels, rng):
+    # the pair table's rows and columns, an odd last value alone; above 256 levels one scatter
+    from imgproc.filters.threshold import level_counts
+
+    index = rng.integers(0, levels, count).astype(np.int32)
+    index[: count // 3] = index[0]  # runs of one value, as a photo's flat regions
+    got = jax.jit(level_counts, static_argnums=1)(index, levels)
+    np.testing.assert_array_equal(got, np.bincount(index, minlength=levels))
+    assert got.dtype == np.int32
