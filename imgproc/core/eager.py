@@ -119,8 +119,8 @@ def compiled_when_eager(fn):
 
     @functools.wraps(fn)
     def wrapper(image, *args, **options):
-        if isinstance(image, np.ndarray):  # finite, aligned; inside the program it is a tracer
-            image = jnp.asarray(check_image(image, options.get("layout"))[0])
+        if isinstance(image, np.ndarray):  # checked and aligned: the program reads it in place
+            image = check_image(image, options.get("layout"))[0]
         if not args:
             return run_compiled(fn, fn, (image,), options)
         return run_compiled(fn, _positional(fn, len(args)), (image,), {"args": args, **options})

@@ -106,3 +106,24 @@ def test_results_keep_the_callers_type_and_inputs_are_untouched():
     assert isinstance(A.rotate(jnp.asarray(X), 12.0), jax.Array)
     np.testing.assert_array_equal(X, before)
     assert isinstance(imgproc.rotate(X[0].astype(np.float32), 3.0), np.ndarray)
+
+
+@pytest.mark.cpu_only("JAX's CPU client reads an aligned NumPy argument in place")
+def test_an_aligned_numpy_image_goes_to_the_program_as_it_is(monkeypatch):
+    # jnp.asarray would copy it (2 ms for a 12 MB image, every call); passed as it is, the
+    # program reads it in place (benchmarks/NOTES.md, "Otsu's histogram, and the threshold op")
+    from imgproc.core.images import host_aligned
+
+    image = host_aligned(np.random.default_rng(4).integers(0, 256, (600, 700, 3), dtype=np.uint8))
+    given = []
+    run = _eager.run_compiled
+    monkeypatch.setattr(_eager, "run_compiled", lambda op, fn, arrays, options: given.append(arrays) or
+                        run(op, fn, arrays, options))
+    before = image.copy()
+    for call in (lambda x: A.invert(x), lambda x: A.adjust_gamma(x, 0.8), lambda x: imgproc.threshold(x)):
+        out = call(image)
+        assert given[-1][0] is image
+        assert not np.may_share_memory(out, image)
+        np.testing.assert_array_equal(out, np.asarray(call(jnp.asarray(image))))
+    np.testing.assert_array_equal(image, before)
+    assert not np.may_share_memory(A.adjust_gamma(image, 1.0), image)  # an identity is a copy
