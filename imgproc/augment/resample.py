@@ -168,10 +168,35 @@ def resample_axis(x, axis: int, index, weight):
     return in_own_loop(lambda v: _taps_along(v, axis, index, weight), x)
 
 
+# Off CPU, a resample of more taps than UNROLLED_MAX_TAPS sums them in a loop whose step
+# adds LOOP_TAPS of them (in the same order: the same bits). XLA:GPU's compile time grows
+# much faster than the unrolled taps do: resizing a 1200x1200 image to 7x13 (about 340
+# and 190 taps) took 25 s to compile for an H200, 3.4 s in steps of 16, 7 s in steps of
+# 64; a 112x112 thumbnail of it (about 22 taps) 1.1 s unrolled (benchmarks/NOTES.md, "GPU").
+UNROLLED_MAX_TAPS = 32
+LOOP_TAPS = 16
+
+
 def _taps_along(x, axis, index, weight):
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
-    out = front[index[:, 0]].astype(jnp.float32) * weight[:, 0].reshape(wshape)
-    for k in range(1, index.shape[1]):
-        out = out + front[index[:, k]].astype(jnp.float32) * weight[:, k].reshape(wshape)
+
+    def term(k):  # tap k (an int, or traced in the loop) of every output index
+        return front[index[:, k]].astype(jnp.float32) * weight[:, k].reshape(wshape)
+
+    taps = index.shape[1]
+    out = term(0)
+    first = 1
+    if taps > UNROLLED_MAX_TAPS and jax.default_backend() != "cpu":
+        steps = (taps - 1) // LOOP_TAPS
+
+        def step(j, total):
+            for i in range(LOOP_TAPS):
+                total = total + term(1 + j * LOOP_TAPS + i)
+            return total
+
+        out = jax.lax.fori_loop(0, steps, step, out)
+        first = 1 + steps * LOOP_TAPS
+    for k in range(first, taps):
+        out = out + term(k)
     return jnp.moveaxis(out, 0, axis)
