@@ -17,9 +17,9 @@ look for CUDA), with the jax and jaxlib versions of the project's own::
     JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 /tmp/gpuenv/bin/python benchmarks/gpu_compile_offline.py --sizes 400,600
 
 (no NVIDIA libraries or driver: ``JAX_SKIP_CUDA_CONSTRAINTS_CHECK`` skips the plugin's
-check for them). Prints each op's compile time as it goes, then the slowest, for a 2×S×S×3 uint8 batch
-with tests/op_examples.py's options; random ops take their key as an argument, as an
-eager call does. ``--ops a,b`` compiles only those."""
+check for them). Prints each op's compile time as it goes, then the slowest, for a
+2×S×S×3 uint8 batch with tests/op_examples.py's options; random ops take their key as an
+argument, as an eager call does. ``--ops a,b`` compiles only those."""
 
 from __future__ import annotations
 
