@@ -79,13 +79,40 @@ def tap_count(method: str, max_inv_scale: float, antialias: bool) -> int:
     return max(2, math.ceil(2 * FILTER_RADIUS[method] * width - 1e-9))
 
 
+# Off CPU, a sum of more terms than UNROLLED_MAX_TAPS (a resample's taps, the columns of
+# its weight table) adds LOOP_TAPS of them a step in a loop, in the same order: the same
+# bits. XLA:GPU's compile time grows much faster than the unrolled terms do: resizing a
+# 1200x1200 image to 7x13 (about 340 and 190 taps) took 25 s to compile for an H200, 1.4 s
+# in steps of 16 (a 3000x3000 image 12 s until the weight table's columns were added so
+# too); a 112x112 thumbnail of it (about 22 taps) takes 1.1 s unrolled
+# (benchmarks/NOTES.md, "GPU").
+UNROLLED_MAX_TAPS = 32
+LOOP_TAPS = 16
+
+
+def _ordered_sum(first, term, count: int):
+    """``first + term(1) + ... + term(count - 1)``, added left to right; ``term`` takes an
+    int, or a traced one in the loop off CPU (:data:`UNROLLED_MAX_TAPS`)."""
+    total, start = first, 1
+    if count > UNROLLED_MAX_TAPS and jax.default_backend() != "cpu":
+        steps = (count - 1) // LOOP_TAPS
+
+        def step(j, partial):
+            for i in range(LOOP_TAPS):
+                partial = partial + term(1 + j * LOOP_TAPS + i)
+            return partial
+
+        total = jax.lax.fori_loop(0, steps, step, total)
+        start = 1 + steps * LOOP_TAPS
+    for k in range(start, count):
+        total = total + term(k)
+    return total
+
+
 def _sum_columns(a):
     """``a.sum(axis=1)`` added column by column, left to right: the same bits whatever
     the number of trailing zero columns."""
-    total = a[:, 0]
-    for k in range(1, a.shape[1]):
-        total = total + a[:, k]
-    return total
+    return _ordered_sum(a[:, 0], lambda k: a[:, k], a.shape[1])
 
 
 def _normalised(index, weight, n_valid, inside):
@@ -168,15 +195,6 @@ def resample_axis(x, axis: int, index, weight):
     return in_own_loop(lambda v: _taps_along(v, axis, index, weight), x)
 
 
-# Off CPU, a resample of more taps than UNROLLED_MAX_TAPS sums them in a loop whose step
-# adds LOOP_TAPS of them (in the same order: the same bits). XLA:GPU's compile time grows
-# much faster than the unrolled taps do: resizing a 1200x1200 image to 7x13 (about 340
-# and 190 taps) took 25 s to compile for an H200, 3.4 s in steps of 16, 7 s in steps of
-# 64; a 112x112 thumbnail of it (about 22 taps) 1.1 s unrolled (benchmarks/NOTES.md, "GPU").
-UNROLLED_MAX_TAPS = 32
-LOOP_TAPS = 16
-
-
 def _taps_along(x, axis, index, weight):
     front = jnp.moveaxis(x, axis, 0)
     wshape = (index.shape[0],) + (1,) * (front.ndim - 1)
@@ -184,19 +202,4 @@ def _taps_along(x, axis, index, weight):
     def term(k):  # tap k (an int, or traced in the loop) of every output index
         return front[index[:, k]].astype(jnp.float32) * weight[:, k].reshape(wshape)
 
-    taps = index.shape[1]
-    out = term(0)
-    first = 1
-    if taps > UNROLLED_MAX_TAPS and jax.default_backend() != "cpu":
-        steps = (taps - 1) // LOOP_TAPS
-
-        def step(j, total):
-            for i in range(LOOP_TAPS):
-                total = total + term(1 + j * LOOP_TAPS + i)
-            return total
-
-        out = jax.lax.fori_loop(0, steps, step, out)
-        first = 1 + steps * LOOP_TAPS
-    for k in range(first, taps):
-        out = out + term(k)
-    return jnp.moveaxis(out, 0, axis)
+    return jnp.moveaxis(_ordered_sum(term(0), term, index.shape[1]), 0, axis)
