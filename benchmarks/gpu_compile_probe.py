@@ -15,7 +15,10 @@ Cases: the random blur (``random``); ``gaussian_blur`` with sigma a traced scala
 (``traced``: the same passes without the random draw); with a concrete sigma and
 ``method="separable"`` (``concrete``: no traced weights at all); and ``random`` with the
 drawn parameters behind an ``optimization_barrier`` (``random_barrier``: the draw not
-fused into the image's kernels). Off a GPU it runs the same cases (a dry run)."""
+fused into the image's kernels); ``resize_loop``: a resize to 7×13, whose taps are summed
+in a loop off CPU (imgproc.augment.resample), timed and compared bit for bit with the
+same taps unrolled (give it sizes of 600 or less: unrolled, 1200 took 25 s to compile).
+Off a GPU it runs the same cases (a dry run)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-CASES = ("random", "traced", "concrete", "random_barrier")
+CASES = ("random", "traced", "concrete", "random_barrier", "resize_loop")
 
 CHILD = r"""
 import functools, sys, time
@@ -35,6 +38,7 @@ import numpy as np, jax, jax.numpy as jnp, imgproc
 case, s = sys.argv[1], int(sys.argv[2])
 x = jnp.asarray(np.random.default_rng(1).integers(0, 256, (2, s, s, 3)).astype(np.uint8))
 key = jax.random.key(0)
+first, extra = None, ""
 if case == "random_barrier":
     from imgproc.core import keys
     draw = keys._draw_and_apply
@@ -45,15 +49,28 @@ if case == "random_barrier":
     call = lambda: imgproc.random_gaussian_blur(key, x)
 elif case == "random":
     call = lambda: imgproc.random_gaussian_blur(key, x)
+elif case == "resize_loop":  # a long shrink: its taps in a loop off CPU, against them unrolled
+    from imgproc.augment import resample
+    f = jax.jit(lambda v: imgproc.resize(v, (7, 13)))
+    call = lambda: f(x)
+    unrolled_limit = resample.UNROLLED_MAX_TAPS
+    t = time.perf_counter(); looped = jax.block_until_ready(call()); first = time.perf_counter() - t
+    resample.UNROLLED_MAX_TAPS = 1 << 30
+    g = jax.jit(lambda v: imgproc.resize(v, (7, 13)))
+    t = time.perf_counter(); unrolled = jax.block_until_ready(g(x)); first_unrolled = time.perf_counter() - t
+    resample.UNROLLED_MAX_TAPS = unrolled_limit
+    same = bool(np.array_equal(np.asarray(looped), np.asarray(unrolled)))
+    extra = f"; unrolled: first call {first_unrolled:.2f} s, the same bits: {same}"
 elif case == "traced":
     f = jax.jit(lambda v, sigma: imgproc.gaussian_blur(v, sigma, size=17, layout="NHWC"))
     call = lambda: f(x, jnp.float32(1.3))
 else:
     f = jax.jit(lambda v: imgproc.gaussian_blur(v, 2.0, method="separable", layout="NHWC"))
     call = lambda: f(x)
-t = time.perf_counter(); jax.block_until_ready(call()); first = time.perf_counter() - t
+if first is None:
+    t = time.perf_counter(); jax.block_until_ready(call()); first = time.perf_counter() - t
 t = time.perf_counter(); jax.block_until_ready(call()); again = time.perf_counter() - t
-print(f"{case} {s}: first call {first:.2f} s, then {again * 1e3:.2f} ms on {jax.default_backend()}", flush=True)
+print(f"{case} {s}: first call {first:.2f} s, then {again * 1e3:.2f} ms on {jax.default_backend()}{extra}", flush=True)
 """
 
 
