@@ -32,6 +32,8 @@ from imgproc.filters.separable import shifted_sum
 
 # The 3x3 smoothing kernel of PIL's ImageFilter.SMOOTH and torchvision's adjust_sharpness.
 SMOOTH_KERNEL = np.array([[1, 1, 1], [1, 5, 1], [1, 1, 1]], np.float32) / 13.0
+
+
 def _prepare(image, layout, max_value):
     image, layout = check_image(image, layout)
     m = resolve_max(max_value, image.dtype)
