@@ -37,6 +37,7 @@ import folder  # noqa: E402
 import large_kernels  # noqa: E402
 import morphology  # noqa: E402
 import recipes  # noqa: E402
+import threshold  # noqa: E402
 from harness import (Case, Group, Target, command_env, load, print_group, save, tables, targets_table,  # noqa: E402
                      time_group)
 
@@ -321,7 +322,7 @@ def write_results(groups, rows, path: Path, notes: str = ""):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a check that it runs)")
-    parser.add_argument("--only", default="filters,morphology,command,augment,recipes,dataset,folder,denoise")
+    parser.add_argument("--only", default="filters,morphology,threshold,command,augment,recipes,dataset,folder,denoise")
     parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
     parser.add_argument("--reuse-host-memory-json", help=argparse.SUPPRESS)  # internal: the second process
     args = parser.parse_args()
@@ -337,6 +338,7 @@ def main():
         "filters": lambda: filter_benchmarks(args.quick),
         "reuse": lambda: reuse_host_memory_benchmarks(args.quick),
         "morphology": lambda: morphology.run(args.quick),
+        "threshold": lambda: threshold.run(args.quick),
         "command": lambda: command_benchmark(args.quick),
         "augment": lambda: augment.run(args.quick),
         "recipes": lambda: recipes.run(args.quick),
