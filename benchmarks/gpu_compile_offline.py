@@ -8,9 +8,12 @@ resize's unrolled taps took 25 s; benchmarks/NOTES.md, "GPU") without a device. 
 version is the installed jaxlib's, which may differ from a GPU machine's.
 
 Set up once, in a scratch virtual environment (not the project's: the plugin makes JAX
-look for CUDA), with the jax and jaxlib versions of the project's own::
+look for CUDA), with the jax version ``V`` to check: the GPU machine's (0.11.2 on
+2026-11-30, which needs Python 3.12: pyenv has ``/root/.pyenv/versions/3.12.1/bin/python``
+here) reproduces its compile times; this machine's 0.10.2 did not show the blurs' fused
+weights (benchmarks/NOTES.md, "GPU")::
 
-    python3 -m venv /tmp/gpuenv
+    python3.12 -m venv /tmp/gpuenv
     /tmp/gpuenv/bin/pip install "jax==$V" "jaxlib==$V" "jax-cuda13-plugin==$V" "jax-cuda13-pjrt==$V" \\
         numpy scipy pillow absl-py
     /tmp/gpuenv/bin/pip install --no-deps -e .

@@ -1,24 +1,27 @@
-"""Where XLA:GPU's compile of a separable blur on a large image goes (benchmarks/NOTES.md, "GPU").
+"""The first call's compile of the blurs with weights computed in the program, and of a long
+resize, on a GPU (benchmarks/NOTES.md, "GPU").
 
 On an H200 (jax 0.11.2, 2026-11-30) the first eager ``random_gaussian_blur`` of a 2xSxSx3 uint8
-batch took 0.6-1.3 s for S up to 256 and 33-45 s at S = 400 (over 75 s at 600): 22 s in
-XLA's priority-fusion pass and 38 s in ptxas for one kernel. Neither autotuning (level 0)
-nor an ``optimization_barrier`` between the two passes changed it. Each case below runs in
-a process of its own under a time limit and prints its first-call time; ``--dump`` keeps
-XLA's optimised HLO of the first case at the first size (the fusions it made) as
-``optimised_CASE_S.txt``, if XLA wrote it before the limit (it dumps it when its passes
-end, before ptxas; not yet seen on a GPU).
+batch took 0.6-1.3 s for S up to 256 and 33-45 s at S = 400 (over 75 s at 600): XLA:GPU
+fused the Gaussian's weights (computed from the drawn sigma) into the passes as one Triton
+kernel. Compiled for an H200 off the GPU (benchmarks/gpu_compile_offline.py with jax
+0.11.2) the same program took 62-102 s, and 1.0-2.0 s once the convolution engine put
+weights computed in the program behind an ``optimization_barrier``
+(imgproc.filters.convolution.run_lowering). This probe checks that on a GPU: each case runs
+in a process of its own under a time limit and prints its first call's time and a later
+call's; ``--dump`` keeps XLA's optimised HLO of the first case at the first size (the
+fusions it made) as ``optimised_CASE_S.txt``.
 
-    python benchmarks/gpu_compile_probe.py --out OUT [--sizes 256,400] [--limit 60] [--dump]
+    python benchmarks/gpu_compile_probe.py --out OUT [--sizes 400,600] [--limit 60] [--dump]
 
 Cases: the random blur (``random``); ``gaussian_blur`` with sigma a traced scalar
-(``traced``: the same passes without the random draw); with a concrete sigma and
-``method="separable"`` (``concrete``: no traced weights at all); and ``random`` with the
-drawn parameters behind an ``optimization_barrier`` (``random_barrier``: the draw not
-fused into the image's kernels); ``resize_loop``: a resize to 7×13, whose taps are summed
-in a loop off CPU (imgproc.augment.resample), timed and compared bit for bit with the
-same taps unrolled (give it sizes of 600 or less: unrolled, 1200 took 25 s to compile).
-Off a GPU it runs the same cases (a dry run)."""
+(``traced``); ``unsharp_mask`` with a traced sigma (``unsharp``: 57 s off the GPU before the
+barrier); ``gaussian_gradient_magnitude`` with a traced sigma (``magnitude``: over 60 s);
+with a concrete sigma and ``method="separable"`` (``concrete``: no weights computed in the
+program, the baseline); ``resize_loop``: a resize to 7×13, whose taps are summed in a loop
+off CPU (imgproc.augment.resample), timed and compared bit for bit with the same taps
+unrolled (give it sizes of 600 or less: unrolled, 1200 took 25 s to compile). Off a GPU it
+runs the same cases (a dry run)."""
 
 from __future__ import annotations
 
@@ -30,23 +33,21 @@ import sys
 import time
 from pathlib import Path
 
-CASES = ("random", "traced", "concrete", "random_barrier", "resize_loop")
+CASES = ("random", "traced", "unsharp", "magnitude", "concrete", "resize_loop")
 
 CHILD = r"""
-import functools, sys, time
+import sys, time
 import numpy as np, jax, jax.numpy as jnp, imgproc
 case, s = sys.argv[1], int(sys.argv[2])
 x = jnp.asarray(np.random.default_rng(1).integers(0, 256, (2, s, s, 3)).astype(np.uint8))
 key = jax.random.key(0)
 first, extra = None, ""
-if case == "random_barrier":
-    from imgproc.core import keys
-    draw = keys._draw_and_apply
-    def barrier_draw(sample, apply, run_batch, layout, image, key, **options):
-        wrapped = functools.wraps(sample)(lambda *a, **k: jax.lax.optimization_barrier(sample(*a, **k)))
-        return draw(wrapped, apply, run_batch, layout, image, key, **options)
-    keys._draw_and_apply = barrier_draw
-    call = lambda: imgproc.random_gaussian_blur(key, x)
+if case == "unsharp":
+    f = jax.jit(lambda v, sigma: imgproc.unsharp_mask(v, sigma=sigma, size=17, layout="NHWC"))
+    call = lambda: f(x, jnp.float32(1.3))
+elif case == "magnitude":
+    f = jax.jit(lambda v, sigma: imgproc.gaussian_gradient_magnitude(v, sigma, size=17, layout="NHWC"))
+    call = lambda: f(x, jnp.float32(1.3))
 elif case == "random":
     call = lambda: imgproc.random_gaussian_blur(key, x)
 elif case == "resize_loop":  # a long shrink: its taps in a loop off CPU, against them unrolled
@@ -77,7 +78,7 @@ print(f"{case} {s}: first call {first:.2f} s, then {again * 1e3:.2f} ms on {jax.
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for the log (and the HLO with --dump)")
-    ap.add_argument("--sizes", default="256,400", help="image sides S, comma-separated")
+    ap.add_argument("--sizes", default="400,600", help="image sides S, comma-separated")
     ap.add_argument("--cases", default=",".join(CASES), help=f"some of {', '.join(CASES)}")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds each process may take")
     ap.add_argument("--dump", action="store_true", help="keep XLA's optimised HLO of the first case and size")

@@ -215,6 +215,7 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     the program's loops read ``x`` from float32 values, not from integers converted in
     the same loop (:data:`imgproc.filters.separable.ROWS_SPLIT_MIN_TERMS`)."""
     method, kernel, terms = plan
+    kernel, terms = _weights_apart(kernel, terms)
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
             return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, float_rows=float_rows)
@@ -234,6 +235,24 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     if method == "fft":
         return correlate_fft(x, kernel, mode, cval)
     return _convolve2d(x, kernel, mode, cval)
+
+
+def _weights_apart(kernel, terms):
+    """``(kernel, terms)`` with the weights computed in the program (traced, not NumPy)
+    behind one ``lax.optimization_barrier``, so that each kernel reads them computed once.
+
+    Without it XLA:GPU (jax 0.11.2) fuses a traced Gaussian's weights (an exponential
+    normalised by its sum, which it takes for a softmax) into the image's passes as one
+    Triton kernel from about 400×400 images on, and compiles that for 30 s to minutes
+    (``random_gaussian_blur`` of 2×400×400×3: 62-102 s; 1.0 s with the barrier; measured
+    off the GPU with ``benchmarks/gpu_compile_offline.py``; benchmarks/NOTES.md, "GPU")."""
+    leaves, tree = jax.tree_util.tree_flatten((kernel, terms))
+    traced = [i for i, w in enumerate(leaves) if concrete_values(w) is None]
+    if traced:
+        held = lax.optimization_barrier([leaves[i] for i in traced])
+        for i, w in zip(traced, held):
+            leaves[i] = w
+    return jax.tree_util.tree_unflatten(tree, leaves)
 
 
 def _stage_fn(image, traced, *, body, layout, static, in_place, cast_after=False, from_integers=False):

@@ -395,6 +395,35 @@ def test_weights_from_traced_sigma(rng):
     _check(blur(x, jnp.float32(1.5)), _ref_separable(x, g, g, "mirror"))
 
 
+BARRIER_CASES = [  # (name, call(image, sigma), barriers): weights computed in the program, then concrete ones
+    ("traced sigma", lambda a, s: imgproc.gaussian_blur(a, s, size=9), 1),
+    ("drawn sigma", lambda a, s: imgproc.random_gaussian_blur(jax.random.key(0), a), 1),
+    ("unsharp mask", lambda a, s: imgproc.unsharp_mask(a, sigma=s, size=9), 1),
+    ("derivative, constant", lambda a, s: imgproc.gaussian_blur(a, s, size=9, order=(0, 1), mode="constant"), 1),
+    ("gradient magnitude", lambda a, s: imgproc.gaussian_gradient_magnitude(a, s, size=9), 2),  # one per axis
+    ("traced kernel", lambda a, s: imgproc.correlate(a, jnp.full((3, 3), s / 9), method="direct"), 1),
+    ("traced centre", lambda a, s: imgproc.sharpen(a, center=s * 40), 1),
+    ("concrete sigma", lambda a, s: imgproc.gaussian_blur(a, 1.5), 0),
+    ("concrete kernel", lambda a, s: imgproc.sharpen(a), 0),
+]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_weights_computed_in_the_program_reach_the_passes_behind_a_barrier(backend):
+    """Weights the program computes (a traced or drawn sigma, a traced kernel) reach the
+    passes behind one ``optimization_barrier`` per lowering, on every backend; NumPy
+    weights need none. Without it XLA:GPU fused a Gaussian's weights into the passes and
+    compiled ``random_gaussian_blur`` of 2×400×400×3 for 62-102 s (1.0 s with it; an
+    H200's compile with jax 0.11.2, benchmarks/NOTES.md, "GPU")."""
+    from backends import reported_backend
+
+    x = np.zeros((2, 24, 30, 3), np.uint8)
+    with reported_backend(backend):
+        counts = {name: len(equations(jax.make_jaxpr(call)(x, 1.5).jaxpr, "optimization_barrier"))
+                  for name, call, _ in BARRIER_CASES}
+    assert counts == {name: n for name, _, n in BARRIER_CASES}
+
+
 DERIVATIVE_CASES = [  # (name, call(planes, kernels), kernels): symmetric pairs, plain taps, 2-D, traced, many terms
     ("symmetric", lambda a, k: correlate_separable(a, np.array([1, 2, 3, 2, 1.0]) / 9, np.array([1, 4, 1.0]) / 6,
                                                    mode="reflect"), ()),
