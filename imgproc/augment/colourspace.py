@@ -103,7 +103,9 @@ def ycbcr_to_rgb(image, *, full_range=False, layout=None):
 
 
 def _lab_f(t):
-    return jnp.where(t > 0.008856, jnp.cbrt(t), 7.787 * t + 16.0 / 116.0)
+    # cbrt of the clamped value: cbrt's infinite slope at 0 would make the gradient NaN
+    # at black, through the branch not taken (the same values: the clamp is inactive where taken)
+    return jnp.where(t > 0.008856, jnp.cbrt(jnp.maximum(t, 0.008856)), 7.787 * t + 16.0 / 116.0)
 
 
 @callers_type
@@ -122,7 +124,8 @@ def rgb_to_lab(image, *, max_value=None, layout=None):
     s = _scaled(image, max_value)
 
     def conv(r, g, b):
-        lin = [jnp.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92) for c in (r * s, g * s, b * s)]
+        lin = [jnp.where(c > 0.04045, ((jnp.maximum(c, 0.04045) + 0.055) / 1.055) ** 2.4, c / 12.92)
+               for c in (r * s, g * s, b * s)]
         x, y, z = _mat(XYZ_FROM_RGB, lin)
         fx, fy, fz = _lab_f(x / D65_2DEG[0]), _lab_f(y / D65_2DEG[1]), _lab_f(z / D65_2DEG[2])
         return 116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)
