@@ -126,6 +126,30 @@ def threshold_otsu(image, *, nbins=256, layout=None):
     return out if layout in ("NHWC", "NCHW") else out[0]
 
 
+def _check_nbins(nbins) -> int:
+    return check_int("nbins", nbins, low=2, high=1 << 20)
+
+
+def _check_levels(levels):
+    if not isinstance(levels, (bool, np.bool_)):
+        raise ValueError(f"levels must be True (a float image with max_value 255 or 65535 holds integer levels) or "
+                         f"False (a float image's values: nbins bins between its minimum and maximum); got {levels!r}")
+
+
+def _check_value(value):
+    """A concrete ``value`` of :func:`threshold` as a float64 array (a number, or one per
+    image), or None; else ValueError."""
+    if value is None:
+        return None
+    try:
+        values = np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.ndim > 1 or not np.all(np.isfinite(values)):
+        raise ValueError(f"value must be a finite number, one per image, or None (Otsu's threshold); got {value!r}")
+    return values
+
+
 def _per_image(v, n: int):
     """A scalar, or one value per image (``(N,)``), as an array broadcasting over NHWC."""
     v = jnp.asarray(v, jnp.float32)
@@ -134,7 +158,7 @@ def _per_image(v, n: int):
 
 @callers_type
 @compiled_when_eager
-def threshold(image, *, value=None, nbins=256, max_value=None, layout=None):
+def threshold(image, *, value=None, nbins=256, max_value=None, levels=True, layout=None):
     """Binarise each image: ``max_value`` where a value is above the threshold, 0 elsewhere,
     in the image's dtype. OpenCV's ``cv2.threshold(image, value, max_value,
     cv2.THRESH_BINARY)``, exactly; with ``value=None`` each image's own
@@ -151,7 +175,16 @@ def threshold(image, *, value=None, nbins=256, max_value=None, layout=None):
             batch), or None: Otsu's, per image.
         nbins: bins of a float image's histogram for Otsu's threshold (static). Integer
             images use one bin per value, and so does a float image whose ``max_value`` is
-            255 or 65535 (a uint8 or uint16 image in a pipeline's float32), rounded.
+            255 or 65535 (a uint8 or uint16 image in a pipeline's float32), rounded, unless
+            ``levels`` is False.
+        levels: whether such a float image holds an integer image's levels (True: it is
+            rounded to them and thresholded as that integer image would be, Otsu's
+            threshold one bin per level, so that a pipeline gives what the eager chain of
+            its ops gives; False: its values as they are, Otsu's threshold by scikit-image's
+            float rule, ``nbins`` bins between its minimum and maximum). A
+            pipeline passes False to a threshold stage that follows a stage returning
+            float32 in the image's units (a derivative filter: signed, unrounded values,
+            which an eager ``threshold(imgproc.sobel(x))`` also bins as floats).
         max_value: the value of pixels above the threshold (None: 255 for uint8, 65535
             for uint16, 1 for floats; in a pipeline, the range it passes).
         layout: as for :func:`imgproc.correlate`.
@@ -164,42 +197,36 @@ def threshold(image, *, value=None, nbins=256, max_value=None, layout=None):
         >>> imgproc.threshold(x, value=11, max_value=1).tolist()
         [[0, 1, 0, 1], [1, 0, 1, 1]]
     """
-    nbins = check_int("nbins", nbins, low=2, high=1 << 20)
+    nbins = _check_nbins(nbins)
+    _check_levels(levels)
     image, layout = check_image(image, layout)
     on = resolve_max(max_value, image.dtype)
     check_number("max_value", on, low=0, low_open=True)
     x = to_nhwc(jnp.asarray(image), layout)
-    n = x.shape[0]
+    n, dtype = x.shape[0], x.dtype
+    bits = integer_bits(on) if np.ndim(on) == 0 and levels and not jnp.issubdtype(dtype, jnp.integer) else None
+    if bits is not None:  # a float image of integer levels: thresholded as those levels (rounded)
+        x = jnp.clip(jnp.round(x.astype(jnp.float32)), 0, float(on)).astype(f"uint{bits}")
     if value is None:
-        bits = integer_bits(on) if np.ndim(on) == 0 else None
-        if bits is not None and not jnp.issubdtype(x.dtype, jnp.integer):  # integer levels in floats
-            levels = jnp.clip(jnp.round(x.astype(jnp.float32)), 0, float(on)).astype(f"uint{bits}")
-        else:
-            levels = x
-        t = _threshold_otsu(levels, layout="NHWC", nbins=nbins).reshape(n, 1, 1, 1)
+        t = _threshold_otsu(x, layout="NHWC", nbins=nbins).reshape(n, 1, 1, 1)
     else:
         if not is_traced(value):
-            try:
-                values = np.asarray(value, np.float64)
-            except (TypeError, ValueError):
-                values = None
-            if values is None or values.ndim > 1 or not np.all(np.isfinite(values)):
-                raise ValueError(f"value must be a finite number, one per image, or None (Otsu's threshold); "
-                                 f"got {value!r}")
+            values = _check_value(value)
             if values.ndim == 1 and values.shape[0] != n:
                 raise ValueError(f"value must give one number per image: {n} here; got {values.shape[0]}")
         t = _per_image(value, n)
-    top = _per_image(on, n)
+    top = to_output(_per_image(on, n), dtype)
     if jnp.issubdtype(x.dtype, jnp.integer):  # x > t exactly when x > floor(t): compared as integers
         cut = jnp.clip(jnp.floor(t), -1, jnp.iinfo(x.dtype).max).astype(jnp.int32)
-        out = jnp.where(x.astype(jnp.int32) > cut, to_output(top, x.dtype), jnp.zeros((), x.dtype))
+        out = jnp.where(x.astype(jnp.int32) > cut, top, jnp.zeros((), dtype))
     else:
-        out = to_output(jnp.where(x.astype(jnp.float32) > t, top, 0.0), x.dtype)
+        out = jnp.where(x.astype(jnp.float32) > t, top, jnp.zeros((), dtype))
     return from_nhwc(out, layout, image.shape)
 
 
 OPS = (
     OpInfo("threshold", threshold, radius=lambda o: None if o.get("value") is None else 0,
-           not_differentiable=NOT_DIFFERENTIABLE["binary"]),
+           not_differentiable=NOT_DIFFERENTIABLE["binary"],
+           checks={"value": _check_value, "nbins": _check_nbins, "levels": _check_levels}),
 )
 register_ops(OPS, targets=KEEPS_TARGETS)  # pixel values only: targets stay

@@ -29,6 +29,7 @@ How a call is carried out (chunks, size buckets, one slice per core) is
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 
@@ -47,7 +48,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import dtype_max, spatial_axes, to_output
 from imgproc.core.images import check_image, no_check
 from imgproc.core.keys import BATCH_LAYOUTS, image_layout, stage_key
-from imgproc.core.registry import LoweringHints, Stage, register_op, registered_ops
+from imgproc.core.registry import LoweringHints, Stage, register_op, registered_ops, takes
 from imgproc.core.validate import (LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number,
                                    is_traced)
 from imgproc.cpu import IntoBuffer, host_buffer
@@ -170,7 +171,7 @@ class Pipeline:
     def __init__(self, stages, *, layout=None, bucket=False):
         if isinstance(stages, (str, dict)) or not hasattr(stages, "__iter__"):
             raise ValueError("stages must be a list of stages (spec dicts, (op, options) pairs or ops)")
-        self.stages = tuple(Stage.of(s) for s in stages)
+        self.stages = _not_levels_after_float_results(tuple(Stage.of(s) for s in stages))
         if layout is not None:
             check_layout(layout, LAYOUT_NDIM.get(layout, 0))
         self.layout = layout
@@ -628,6 +629,21 @@ class Pipeline:
                 max_value=max_value, out_dtype=out_dtype)
             drawn[s:next_random] = run_params
         return to_output(x, out_dtype), tuple(drawn)
+
+
+def _not_levels_after_float_results(stages):
+    """``stages``, with ``levels=False`` given to each stage whose op takes ``levels`` (the
+    ``threshold`` op's Otsu bins) and was not given it, once a stage before it returns a
+    fixed float dtype (``OpInfo.out_dtype``: the derivative filters, ``normalize``,
+    ``to_float``): such values are not an integer image's levels, as in the eager chain
+    ``threshold(imgproc.sobel(x))``, where the threshold meets float32."""
+    out, floats = [], False
+    for stage in stages:
+        if floats and "levels" not in stage.options and takes(stage.info.fn, "levels"):
+            stage = dataclasses.replace(stage, options={**stage.options, "levels": False})
+        floats = floats or stage.info.out_dtype is not None
+        out.append(stage)
+    return tuple(out)
 
 
 def max_value_after(stages, count: int, dtype) -> float:

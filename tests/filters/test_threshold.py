@@ -96,6 +96,11 @@ def test_skimages_one_colour_image():
     (lambda x: imgproc.threshold(x, max_value=0), r"max_value must be a finite number > 0"),
     (lambda x: imgproc.threshold(x, nbins=1), r"nbins must be an integer in \[2, "),
     (lambda x: imgproc.threshold(x.astype(bool)), "uint8, uint16, float16, bfloat16, float32"),
+    (lambda x: imgproc.threshold(x, levels="yes"), r"levels must be True .* or False"),
+    # a pipeline refuses them when it is built, before any image
+    (lambda x: imgproc.Pipeline([{"op": "threshold", "nbins": 1}]), r"nbins must be an integer in \[2, "),
+    (lambda x: imgproc.Pipeline([{"op": "threshold", "value": "otsu"}]), r"value must be a finite number"),
+    (lambda x: imgproc.Pipeline([{"op": "threshold", "levels": 1}]), r"levels must be True"),
 ])
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
@@ -168,6 +173,24 @@ def test_in_a_pipeline_the_range_is_the_pipelines(rng):
     scaled = imgproc.Pipeline([{"op": "to_float"}, {"op": "threshold", "value": 0.5}])(x)
     np.testing.assert_array_equal(scaled, np.where(x / 255 > 0.5, 1.0, 0.0).astype(np.float32))
     assert imgproc.op_info("threshold").not_differentiable
+
+
+@pytest.mark.parametrize("before", [
+    [{"op": "sobel", "axis": 0}], [{"op": "gaussian_laplace", "sigma": 2.0}],
+    [{"op": "gaussian_gradient_magnitude", "sigma": 1.0}],  # float32 results: not levels
+    [{"op": "edges"}], [{"op": "gaussian_blur", "sigma": 2.0}], [{"op": "median_blur", "size": 3}],  # uint8 results
+])
+def test_in_a_pipeline_after_a_stage_it_is_what_the_eager_chain_gives(before):
+    """scikit-image's ``y > threshold_otsu(y)`` of what the stages before give: a float32
+    result (a derivative's signed values) binned as floats (the pipeline passes
+    ``levels=False``), a uint8 one's unrounded float32 in the pipeline rounded to its levels."""
+    skimage = pytest.importorskip("skimage")
+    photo = skimage.data.camera()[::2, ::2]
+    pipe = imgproc.Pipeline(before + [{"op": "threshold"}])
+    y = imgproc.Pipeline(before)(photo)
+    want = np.where(y > skf.threshold_otsu(y), 255, 0).astype(y.dtype)
+    np.testing.assert_array_equal(pipe(photo), want)
+    assert ("levels" in pipe.to_spec()[-1]) == (y.dtype == np.float32)
 
 
 @pytest.mark.parametrize("count, levels", [(1, 256), (2, 256), (7, 256), (1000, 256), (999, 200), (501, 65536)])
