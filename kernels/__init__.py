@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from imgproc.core.validate import check_number, check_odd
+from imgproc.core.validate import MAX_KERNEL_SIDE, check_number, check_odd
 
 __all__ = [
     "box",
@@ -52,10 +52,15 @@ def _check_sigma(sigma) -> float:
 
 
 def gaussian_radius(sigma: float, truncate: float = 4.0) -> int:
-    """Radius scipy.ndimage uses for a Gaussian: ``int(truncate * sigma + 0.5)``."""
+    """Radius scipy.ndimage uses for a Gaussian: ``int(truncate * sigma + 0.5)``, at most
+    ``MAX_KERNEL_SIDE // 2`` (32767 pixels; else ValueError)."""
     s = _check_sigma(sigma)
     t = float(check_number("truncate", truncate, low=0, low_open=True))
-    return int(t * s + 0.5)
+    radius = t * s + 0.5
+    if radius >= MAX_KERNEL_SIDE // 2 + 1:
+        raise ValueError(f"truncate * sigma must be below {MAX_KERNEL_SIDE // 2 + 0.5} (the kernel's radius in pixels, "
+                         f"a side of at most {MAX_KERNEL_SIDE}); got sigma={sigma!r}, truncate={truncate!r}")
+    return int(radius)
 
 
 def box(size: int) -> np.ndarray:

@@ -19,13 +19,14 @@ import inspect
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from imgproc.core.array_type import callers_type
 from imgproc.core.devices import batch_partition, freeze, map_batch
 from imgproc.core.eager import run_compiled
 from imgproc.core.images import check_image
 from imgproc.core.registry import OpInfo, pick_options, takes
-from imgproc.core.validate import check_key
+from imgproc.core.validate import check_key, is_int
 
 __all__ = ["BATCH_LAYOUTS", "GAMMA_UNIFORMS", "below", "bernoulli", "beta", "beta_from", "dirichlet", "doctests",
            "draw_words", "log_gamma", "image_layout", "maybe", "random_op", "run_random_op", "sample_batch", "scaled",
@@ -149,9 +150,11 @@ def random_op(name, sample, apply, *, doc, run_batch=None, check=None, hidden=()
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as e:  # a wrong call, named as Python names it
-            raise TypeError(f"{name}() {e}") from None
+            first = f"; the key comes first: {name}(key, image, ...)" if "key" in kwargs and args else ""
+            raise TypeError(f"{name}() {e}{first}") from None
         bound.apply_defaults()
         given = bound.arguments
+        _check_key_first(name, given["key"], given["image"])
         options = {k: given[k] for k in names}
         if check is not None:
             check(**pick_options(check, options))
@@ -164,6 +167,20 @@ def random_op(name, sample, apply, *, doc, run_batch=None, check=None, hidden=()
     random_x.__module__ = module or sample.__module__
     random_x.written_by_random_op = True  # functools.wraps carries it to the callers_type wrapper
     return OpInfo(name, callers_type(random_x), sample=sample, apply=apply, run_batch=run_batch, **info)
+
+
+def _check_key_first(name: str, key, image) -> None:
+    """Refuse a random op's call with the image and the key swapped (an image as the key,
+    or a key or an int seed as the image), naming the order."""
+    def is_key(v):
+        return is_int(v) or (hasattr(v, "dtype") and jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key))
+
+    def is_legacy_keys(v):  # jax.random.PRNGKey's uint32 pairs
+        return getattr(v, "dtype", None) == np.uint32 and np.shape(v)[-1:] == (2,)
+
+    if (np.ndim(key) >= 2 and not is_key(key) and not is_legacy_keys(key)) or is_key(image):
+        raise ValueError(f"{name} takes the key first, then the image: {name}(jax.random.key(seed), image, ...) "
+                         f"(or an int seed as the key)")
 
 
 def _signature(name, pieces, hidden) -> inspect.Signature:

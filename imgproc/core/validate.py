@@ -178,11 +178,17 @@ def check_int(name, value, *, low, high) -> int:
     return int(value)
 
 
+# The largest kernel or window side (a Gaussian's ``2 * radius + 1`` too): JPEG's largest
+# image side. Larger ones asked for gigabytes of weights before failing (sigma=1e9).
+MAX_KERNEL_SIDE = 65535
+
+
 def check_odd(name, size, *, low=1, high=None) -> int:
-    """An odd integer in ``[low, high]`` (a kernel or window side), as ``int``."""
-    if not is_int(size) or size < low or size % 2 == 0 or (high is not None and size > high):
-        top = "" if high is None else f" and <= {high}"
-        raise ValueError(f"{name} must be an odd integer >= {low}{top} ({low}, {low + 2}, ...); got {size!r}")
+    """An odd integer in ``[low, high]`` (a kernel or window side; ``high`` None:
+    :data:`MAX_KERNEL_SIDE`), as ``int``."""
+    high = MAX_KERNEL_SIDE if high is None else high
+    if not is_int(size) or size < low or size % 2 == 0 or size > high:
+        raise ValueError(f"{name} must be an odd integer >= {low} and <= {high} ({low}, {low + 2}, ...); got {size!r}")
     return int(size)
 
 
@@ -201,9 +207,11 @@ def check_per_image(name, value, *, low_open=False, allow_none=False):
         bound = "> 0" if low_open else ">= 0"
         raise ValueError(f"{name} must be a finite number {bound}{' or None' if allow_none else ''}; got {value!r}")
     return value
+
+
 def check_odd_pair(name, size) -> tuple[int, int]:
-    """An odd int or a pair ``(height, width)`` of odd ints (scipy's per-axis ``size``), as a
-    tuple of ints."""
+    """An odd int or a pair ``(height, width)`` of odd ints (scipy's per-axis ``size``), each
+    at most :data:`MAX_KERNEL_SIDE`, as a tuple of ints."""
     if isinstance(size, (list, tuple, np.ndarray)):
         if len(size) != 2:
             raise ValueError(f"{name} must be an odd int or a pair (height, width) of odd ints; got {size!r}")

@@ -480,11 +480,22 @@ def test_hashed_normals_are_box_muller():
         (lambda x: A.random_rotate(KEY, x, mode="edge"), "mode must be one of"),
         (lambda x: A.adjust_hue(x[..., :2], 0.1), "RGB"),
         (lambda x: A.random_hue(None, x), "needs a key"),
+        # the image and the key swapped: the order named
+        (lambda x: A.random_rotate(x, KEY), r"random_rotate takes the key first, then the image"),
+        (lambda x: A.random_rotate(x, 0), r"random_rotate takes the key first"),
+        (lambda x: A.gaussian_noise(x[0], KEY), r"gaussian_noise takes the key first"),
     ],
 )
 def test_bad_options_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call(batch(2, 8, 8, np.float32))
+
+
+def test_a_key_given_by_name_after_the_image_names_the_order():
+    with pytest.raises(TypeError, match=r"multiple values for argument 'key'; the key comes first: "
+                                        r"random_rotate\(key, image, ...\)"):
+        A.random_rotate(batch(2, 8, 8, np.float32), key=0)
+    assert A.random_rotate(key=0, image=batch(2, 8, 8, np.float32)).shape == (2, 8, 8, 3)
 
 
 def test_bad_specs_raise():

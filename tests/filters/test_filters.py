@@ -284,6 +284,12 @@ def test_traced_sigma_needs_size():
         (lambda x: imgproc.gaussian_laplace(x, -1.0), r"sigma must be a finite number in \[0, inf\)"),
         (lambda x: imgproc.gaussian_gradient_magnitude(x, 1.0, size=4), "odd integer"),
         (lambda x: imgproc.gaussian_gradient_magnitude(x, 1.0, cval=float("nan")), "cval must be a finite number"),
+        # kernels past MAX_KERNEL_SIDE: refused before gigabytes of weights are asked for
+        (lambda x: imgproc.gaussian_blur(x, 1e9), r"truncate \* sigma must be below 32767.5 .* got sigma=1"),
+        (lambda x: imgproc.gaussian_laplace(x, 1e30), r"truncate \* sigma must be below 32767.5"),
+        (lambda x: imgproc.gaussian_blur(x, 9000.0, truncate=4.0), r"truncate \* sigma must be below"),
+        (lambda x: imgproc.box_blur(x, 10**9 + 1), r"size must be an odd integer >= 1 and <= 65535"),
+        (lambda x: imgproc.median_blur(x, size=65537), r"size must be an odd integer >= 1 and <= 65535"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(call, match):
