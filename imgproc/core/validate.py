@@ -343,7 +343,8 @@ def check_dtype(dtype):
             hint = (" (the value range of an integer array of this type is ambiguous: convert it, e.g. "
                     "x.astype(np.uint8) for 0..255 data or x.astype(np.float32) / x.max() for 0..1)")
         elif dt.kind == "b":
-            hint = " (convert a mask with x.astype(np.uint8) * 255 or x.astype(np.float32))"
+            hint = (" (convert a mask with x.astype(np.uint8) * 255 or x.astype(np.float32); the binary "
+                    "morphology ops called directly take bool masks: imgproc.binary_opening(mask, size=3))")
         raise ValueError(f"image dtype must be one of {', '.join(DTYPES)} or float64; got {dt.name}{hint}")
     return dt
 

@@ -275,8 +275,8 @@ def _extremum(x, cval, *, fp, reflect, minimum, mode, flat=None, edges=None, edg
 
 
 def _cval(cval, dtype):
-    """``cval`` in ``dtype``: clipped to an integer dtype's range and truncated, as scipy's
-    cast of its result."""
+    """``cval`` in ``dtype``: truncated as scipy's cast, and clipped to an integer dtype's
+    range where scipy's cast wraps (uint8 -5: 0 here, 251 in scipy; docs/guide.md)."""
     v = jnp.asarray(cval, jnp.float32)
     if jnp.issubdtype(dtype, jnp.integer):
         info = jnp.iinfo(dtype)

@@ -161,6 +161,19 @@ def test_a_composite_makes_one_pass_over_memory_per_axis_and_op(name):
     assert sum(size >= x.size for size in sizes) == 4
 
 
+@pytest.mark.parametrize("op, cval, border", [("erosion", -5.0, 0), ("dilation", 300.0, 255), ("erosion", 7.9, 7)])
+def test_an_integer_images_cval_is_truncated_and_clipped_to_its_range(op, cval, border, rng):
+    """scipy truncates a fractional cval as its cast does, and wraps one outside the range
+    (uint8 -5 -> 251, 300 -> 44); imgproc clips those to the range (docs/guide.md)."""
+    x = rng.integers(20, 200, (9, 10)).astype(np.uint8)
+    got = getattr(imgproc, op)(x, size=3, mode="constant", cval=cval)
+    want = getattr(ndi, f"grey_{op}")(x, size=3, mode="constant", cval=border)
+    np.testing.assert_array_equal(got, want)
+    if cval in (-5.0, 300.0):  # scipy's own wraps around
+        wrapped = getattr(ndi, f"grey_{op}")(x, size=3, mode="constant", cval=cval)
+        assert not np.array_equal(wrapped, want)
+
+
 @pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap"])
 def test_order_properties(mode, rng):
     """erosion <= opening <= x <= closing <= dilation (a symmetric footprint), opening and
