@@ -16,7 +16,7 @@ from imgproc.core.images import check_image
 from imgproc.core.registry import KEEPS_TARGETS, NOT_DIFFERENTIABLE, OpInfo, register_ops
 from imgproc.core.validate import check_int, check_number, is_traced
 
-__all__ = ["level_counts", "threshold", "threshold_otsu"]
+__all__ = ["level_counts", "otsu_of_levels", "threshold", "threshold_otsu"]
 
 
 def _otsu(counts, centers):
@@ -37,6 +37,30 @@ def _otsu(counts, centers):
     index = jnp.arange(counts.shape[0] - 1)
     last = jax.lax.cummax(jnp.where(counts[:-1] > 0, index, 0))
     return centers[jnp.argmax(variance[last])]
+
+
+def otsu_of_levels(counts) -> np.ndarray:
+    """``skimage.filters.threshold_otsu`` of an integer image from its counts per level
+    (NumPy, on the host), in scikit-image's own arithmetic: the histogram trimmed to the
+    image's range, the counts as float32 with float32 cumulative sums, the class means in
+    float64. Used for uint16 images, whose 65,536 levels' sums in float32 moved the
+    threshold by a few levels (26600 against 26604 on sample_images/gradient_16bit.png);
+    a uint8 image's 256 levels give scikit-image's threshold in float32 on the device.
+
+    >>> otsu_of_levels(np.bincount([10, 12, 11, 200, 198, 11, 201, 12], minlength=65536)).item()
+    12.0
+    """
+    counts = np.asarray(counts)
+    present = np.flatnonzero(counts)
+    low, high = present[0], present[-1]
+    if low == high:  # one value: its own (scikit-image's rule)
+        return np.float32(low)
+    c = counts[low:high + 1].astype(np.float32)
+    centers = np.arange(low, high + 1)
+    w1, w2 = np.cumsum(c), np.cumsum(c[::-1])[::-1]
+    m1 = np.cumsum(c * centers) / w1
+    m2 = (np.cumsum((c * centers)[::-1]) / w2[::-1])[::-1]
+    return np.float32(centers[np.argmax(w1[:-1] * w2[1:] * (m1[:-1] - m2[1:]) ** 2)])
 
 
 # Histograms of up to this many levels count the values in pairs (:func:`level_counts`).
@@ -74,7 +98,11 @@ def _threshold_otsu(image, *, layout, nbins):
         lo, hi = jnp.min(v), jnp.max(v)
         if integer:  # one bin per integer value (skimage's bincount histogram)
             levels = jnp.iinfo(image.dtype).max + 1
-            counts = level_counts(v.astype(jnp.int32), levels).astype(jnp.float32)
+            counts = level_counts(v.astype(jnp.int32), levels)
+            if levels > PAIR_MAX_LEVELS:  # float32 sums over 65,536 levels move it: skimage's own arithmetic
+                return jax.pure_callback(otsu_of_levels, jax.ShapeDtypeStruct((), jnp.float32), counts,
+                                         vmap_method="sequential")
+            counts = counts.astype(jnp.float32)
             centers = jnp.arange(levels, dtype=jnp.float32)
         else:  # np.histogram(v, nbins, range=(lo, hi)): the maximum in the last bin
             f = v.astype(jnp.float32)
@@ -95,7 +123,8 @@ def threshold_otsu(image, *, nbins=256, layout=None):
     over all of one image's pixels and channels, per image in a batch.
 
     Integer images are binned one bin per value, as scikit-image does (``nbins`` unused),
-    so the result equals scikit-image's; float images in ``nbins`` bins between their
+    so the result equals scikit-image's (uint16's 65,536 levels: the counts go to the host
+    for the last step, :func:`otsu_of_levels`, a callback inside ``jit`` too); float images in ``nbins`` bins between their
     minimum and maximum (``np.histogram``), computed in float32: a value on a bin edge may
     fall in the next bin, which can move the result by one bin. A constant image gives its
     value (scikit-image's rule). Pixels ``> threshold`` are the foreground.
