@@ -55,7 +55,7 @@ def run(quick: bool = False):
          ("OpenCV cv2.threshold(THRESH_BINARY)", lambda: cv2.threshold(rgb, FIXED, 255, cv2.THRESH_BINARY)[1]),
          (f"NumPy (x > {FIXED}) * 255", "numpy", lambda: (rgb > FIXED).astype(np.uint8) * np.uint8(255))),
     )
-    groups, rows = [], []
+    timed = []
     for group, x, eager, jitted, (cv_title, cv), (other_title, other_id, other) in plans:
         dev = jax.device_put(x)
         for result in (eager(), np.asarray(jitted(dev)), other()):  # the same pixels
@@ -67,11 +67,9 @@ def run(quick: bool = False):
             Case("opencv", cv_title, cv, megapixels=megapixels),
             Case(other_id, other_title, other, megapixels=megapixels),
         ]
-        new = time_group(group.id, cases, repeats, settle=True)  # settle: as benchmarks/morphology.py
-        print_group(group, new)
-        groups.append(group)
-        rows.extend(new)
-    return groups, rows
+        timed.append((group, time_group(group.id, cases, repeats, settle=True)))  # settle: as morphology.py
+        print_group(*timed[-1])
+    return [group for group, _ in timed], [row for _, rows in timed for row in rows]
 
 
 if __name__ == "__main__":
