@@ -25,8 +25,8 @@ from jax import lax
 
 from imgproc.core.validate import MODES, check_mode
 
-__all__ = ["MODES", "check_mode", "extended_band", "index_map", "pad_2d", "pad_axis", "pad_bhwc", "padded_planes",
-           "source_index"]
+__all__ = ["MODES", "check_mode", "extended_band", "folded_taps", "index_map", "pad_2d", "pad_axis", "pad_bhwc",
+           "padded_planes", "source_index"]
 
 def source_index(i, n, mode: str, xp=np):
     """scipy.ndimage's source index for position ``i`` (any integers, also outside
@@ -49,6 +49,50 @@ def source_index(i, n, mode: str, xp=np):
     period = xp.maximum(2 * n - 2, 1)  # mirror
     j = xp.mod(i, period)
     return xp.where(n == 1, 0, xp.where(j < n, j, period - j))
+
+
+def _equivalent_offsets(d: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """For each offset ``d`` of a correlation's taps along an axis of length ``n``, the
+    smallest offset that reads the same extended sample from every position ``i`` in
+    ``[0, n)``: the extensions repeat with a period (wrap ``n``, reflect ``2n``, mirror
+    ``2n - 2``), and past ``n - 1`` (``nearest``: the edge) or ``n`` (``constant``: cval)
+    every position reads the same value."""
+    if mode == "nearest":
+        return np.clip(d, -(n - 1), n - 1)
+    if mode == "constant":
+        return np.clip(d, -n, n)
+    if mode == "wrap":
+        return (d + n // 2) % n - n // 2
+    if mode == "reflect":
+        return (d + n) % (2 * n) - n
+    if n == 1:  # mirror
+        return np.zeros_like(d)
+    return (d + n - 1) % (2 * n - 2) - (n - 1)
+
+
+def folded_taps(weights, n: int, axis: int, mode: str):
+    """Correlation ``weights`` (odd length ``2r + 1`` along ``axis``, centred; NumPy or
+    traced) for an image axis of ``n`` samples, folded onto the shortest radius that gives
+    the same correlation in ``mode``: taps whose offsets read the same extended sample from
+    every position are added into one. Unchanged unless ``r`` exceeds what such offsets
+    span (about ``n``): a Gaussian of sigma 1000 on a 20-pixel image is a 41-tap kernel,
+    not a 8001-tap one over an image extended to 8020 pixels (the FFT's 3.8 GB).
+
+    >>> folded_taps(np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32), 1, 0, "reflect").tolist()
+    [15.0]
+    """
+    r = np.shape(weights)[axis] // 2
+    folded = _equivalent_offsets(np.arange(-r, r + 1), n, mode)
+    reach = int(np.abs(folded).max())
+    if reach == r:
+        return weights
+    index = folded + reach
+    if isinstance(weights, np.ndarray):
+        out = np.zeros(np.shape(weights)[:axis] + (2 * reach + 1,) + np.shape(weights)[axis + 1:], np.float64)
+        np.add.at(np.moveaxis(out, axis, 0), index, np.moveaxis(weights.astype(np.float64), axis, 0))
+        return out.astype(weights.dtype)
+    moved = jnp.moveaxis(weights, axis, 0)
+    return jnp.moveaxis(jnp.zeros((2 * reach + 1,) + moved.shape[1:], moved.dtype).at[index].add(moved), 0, axis)
 
 
 def index_map(n: int, before: int, after: int, mode: str) -> np.ndarray:

@@ -58,7 +58,7 @@ from imgproc.core.arrays import (
     to_compute,
     to_output,
 )
-from imgproc.core.boundary import pad_bhwc
+from imgproc.core.boundary import folded_taps, pad_bhwc
 from imgproc.core.images import check_image
 from imgproc.core.registry import NO_HINTS
 from imgproc.core.validate import METHODS, check_method, check_mode, check_number, is_traced
@@ -216,6 +216,10 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     the same loop (:data:`imgproc.filters.separable.ROWS_SPLIT_MIN_TERMS`)."""
     method, kernel, terms = plan
     kernel, terms = _weights_apart(kernel, terms)
+    h, w = x.shape[1:3]  # a kernel larger than the image: its taps folded onto the image's extension
+    if kernel is not None:
+        kernel = folded_taps(folded_taps(kernel, h, 0, mode), w, 1, mode)
+    terms = tuple((folded_taps(col, h, 0, mode), folded_taps(row, w, 0, mode)) for col, row in terms)
     if method == FUSED_IF_IT_FITS:
         if not _fused_fits(x, terms):
             return _separable(x, terms, mode, cval, in_place, finish=finish, keep=keep, float_rows=float_rows)
@@ -233,7 +237,7 @@ def run_lowering(x, plan, mode, cval, *, in_place=False, finish=None, keep=False
     if method == "conv":
         return _conv(x, kernel, mode, cval)
     if method == "fft":
-        return correlate_fft(x, kernel, mode, cval)
+        return correlate_fft(x, _outer_sum(terms) if kernel is None else kernel, mode, cval)
     return _convolve2d(x, kernel, mode, cval)
 
 
@@ -503,10 +507,10 @@ def plan_lowering(kernel, *, terms=None, method="auto", hints=None):
             f"method={method!r} needs a concrete kernel (or its separable terms) to factor; "
             "use method='direct', 'conv' or 'convolve2d' for a traced kernel"
         )
-    if kernel is None and method not in TERM_METHODS:
+    if method in TERM_METHODS or (method == "fft" and kernel is None):
+        return method, None, tuple(terms)  # the FFT's kernel: the terms' outer sum, once they are folded
+    if kernel is None:
         kernel = _outer_sum(terms)
-    if method in TERM_METHODS:
-        return method, None, tuple(terms)
     return method, kernel, ()
 
 
@@ -582,4 +586,7 @@ def scipy_passes_body(x, kernel, terms, cval, fixes, *, mode, method, axes, in_p
 
 
 def _outer_sum(terms):
+    """The 2-D kernel of separable ``terms``: NumPy when their weights are, else traced."""
+    if all(isinstance(w, np.ndarray) for term in terms for w in term):
+        return sum(np.outer(c, r) for c, r in terms).astype(np.float32)
     return sum(jnp.outer(jnp.asarray(c), jnp.asarray(r)) for c, r in terms)

@@ -111,8 +111,10 @@ def test_tile_shape(ry, rx, channels, expected):
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda x: imgproc.gaussian_blur(x, 20.0, method="pallas"), "radius 80 x 80 on 3 channel.* use method='separable'"),
-    (lambda x: imgproc.box_blur(x, 301, method="pallas"), "fit one TMA copy"),
+    # on images larger than the kernels (on smaller ones their taps fold onto the image's extension)
+    (lambda x: imgproc.gaussian_blur(np.zeros((200, 200, 3), np.float32), 20.0, method="pallas"),
+     "radius 80 x 80 on 3 channel.* use method='separable'"),
+    (lambda x: imgproc.box_blur(np.zeros((400, 400, 3), np.float32), 301, method="pallas"), "fit one TMA copy"),
     (lambda x: jax.jit(lambda v, s: imgproc.gaussian_blur(v, s, size=9, method="pallas"))(x, 1.0),
      "needs concrete"),
     (lambda x: jax.jit(lambda v, k: imgproc.correlate(v, k, method="pallas"))(x, np.ones((3, 3))),
@@ -154,7 +156,7 @@ def test_auto_on_a_gpu_takes_the_passes_where_no_tile_fits(rng, channels, sigma,
     another order: within float32 rounding of the passes (1.2e-7 seen on an H200)."""
     from imgproc.filters import convolution
 
-    x = rng.random((1, 30, 34, channels), dtype=np.float32)
+    x = rng.random((1, 170, 174, channels), dtype=np.float32)  # larger than the kernel: its taps are not folded
     col, row = imgproc.kernels.factor(imgproc.kernels.gaussian(sigma))[0]
     terms = ((col, row),)
     auto = jax.jit(lambda v: convolution.run_lowering(v, (convolution.FUSED_IF_IT_FITS, None, terms), "reflect", 0.0))
