@@ -106,6 +106,31 @@ def test_every_lowering_matches_reference(case, method, mode, rng):
     np.testing.assert_allclose(got, reference(case, hwc, mode, CVAL), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_kernel_far_larger_than_the_image_matches_its_reference_at_the_images_cost(mode, rng):
+    """Kernels hundreds of times the image's side (sigma 500: 4,001 taps on 7 x 9 pixels;
+    a random 61 x 61 kernel on 5 x 6) equal scipy's in every mode, and no array in the
+    program is larger than the image extended by about its own size (the taps are folded
+    onto what the extension repeats; unfolded, the FFT's plane would hold 16 million values)."""
+    x = _image(rng, 7, 9)
+    k = rng.standard_normal((61, 61)).astype(np.float32)
+    # the 2-D kernel against NumPy's own extension (np.pad reflects again and again): scipy
+    # 1.17's 2-D correlate returned values near 1e30 in reflect mode at this size
+    # (its correlate1d and gaussian_filter are right)
+    pad = {"reflect": "symmetric", "mirror": "reflect", "nearest": "edge"}.get(mode, mode)
+    extended = np.pad(x[:5, :6].astype(np.float64), ((30, 30), (30, 30), (0, 0)), mode=pad,
+                      **({"constant_values": 0.3} if mode == "constant" else {}))
+    windows = np.lib.stride_tricks.sliding_window_view(extended, (61, 61), axis=(0, 1))
+    calls = [(lambda a: imgproc.gaussian_blur(a, 500.0, mode=mode, cval=0.3), ndi.gaussian_filter(
+                 x, (500.0, 500.0, 0), mode=mode, cval=0.3)),
+             (lambda a: imgproc.correlate(a[:5, :6], k, mode=mode, cval=0.3, method="direct"),
+              np.einsum("hwcij,ij->hwc", windows, k))]
+    for call, want in calls:
+        np.testing.assert_allclose(np.asarray(call(x)), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+        sizes = [int(np.prod(v.aval.shape)) for eqn in jax.make_jaxpr(call)(x).jaxpr.eqns for v in eqn.outvars]
+        assert max(sizes) <= 64 * x.size
+
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_jit_equals_eager(case, rng):
     x = _image(rng)
