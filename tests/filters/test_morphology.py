@@ -124,6 +124,28 @@ def test_binary_ops_on_other_dtypes_give_max_value_where_set(rng):
                                                                      footprint="cross"))
 
 
+@pytest.mark.parametrize("dtype", [bool, np.uint8])
+@pytest.mark.parametrize("layout", imgproc.LAYOUTS)
+def test_binary_ops_in_every_layout(layout, dtype, rng):
+    """Each binary op on each channel of the two spatial axes whatever the layout: a bool
+    image (whose layout is checked apart from the other dtypes') and a uint8 one, channels
+    last and first, one image and a batch, against scipy's op on each plane."""
+    hwc = rng.random((9, 10, 3)) > 0.4
+    x = to_layout(hwc.astype(dtype) * np.asarray(1 if dtype is bool else 9, dtype), layout)
+    options = FOOTPRINTS["asymmetric"]  # off-centre: a transposed plane would not give the same set
+    layout_arg = layout if layout in ("CHW", "NCHW") else None
+    got = jax.jit(lambda im: [getattr(imgproc, name)(im, border_value=1, layout=layout_arg, **options)
+                              for name in sorted(BINARY)])(x)
+    src = from_layout(to_layout(hwc, layout), layout)
+    for name, out in zip(sorted(BINARY), got):
+        ref = lambda im: per_plane(lambda p: BINARY[name](p, structure=scipy_footprint(options), border_value=1), im)
+        want = np.stack([ref(im) for im in src]) if src.ndim == 4 else ref(src)
+        if dtype is not bool:
+            want = want.astype(dtype) * np.asarray(255, dtype)
+        assert out.dtype == dtype and out.shape == x.shape
+        np.testing.assert_array_equal(from_layout(np.asarray(out), layout), want, err_msg=f"{name} {layout}")
+
+
 COMPOSITES = ["opening", "closing", "white_tophat", "black_tophat"]
 
 
