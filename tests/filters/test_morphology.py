@@ -10,7 +10,7 @@ import scipy.ndimage as ndi
 
 import imgproc
 from imgproc.filters.morphology import CROSS, footprint_array
-from cases import from_layout, to_layout
+from cases import GRID_MODES, from_layout, to_layout
 from morphology_cases import (BINARY, FOOTPRINTS, GREY, SCIPY_BINARY_CASES, SCIPY_IMAGE, SCIPY_MORPHOLOGY_CASES,
                                grey_reference, per_plane, scipy_footprint)
 
@@ -19,15 +19,17 @@ MODES = imgproc.MODES
 
 @pytest.mark.parametrize("name", sorted(GREY))
 def test_grey_ops_equal_scipy_bit_for_bit(name, rng):
-    """Every footprint kind, mode and dtype (uint8, float32) of one op in one compiled
-    program: the 50 variants cost one compilation instead of 50 eager ones (the suite's
-    time); jit equals eager is tested below, so the parity holds for eager calls too."""
+    """Every footprint kind, mode (scipy's ``grid-*`` aliases included, each given to scipy
+    as it is) and dtype (uint8, float32) of one op in one compiled program: the 96 variants
+    cost one compilation instead of 96 eager ones (the suite's time); jit equals eager is
+    tested below, so the parity holds for eager calls too."""
     op = getattr(imgproc, name)
     images = {}
     for dtype, cval in ((np.uint8, 40.0), (np.float32, 0.625)):
         x = rng.integers(0, 256, (11, 13)).astype(dtype)
         images[np.dtype(dtype).name] = (x / 255 if dtype == np.float32 else x, cval)
-    cases = [(fp, mode, dt) for fp in sorted(FOOTPRINTS) for mode in MODES for dt in sorted(images)]
+    cases = [(fp, mode, dt) for fp in sorted(FOOTPRINTS) for mode in MODES + tuple(GRID_MODES)
+             for dt in sorted(images)]
 
     @jax.jit
     def run_all(xs, cvals):
