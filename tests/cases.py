@@ -168,6 +168,18 @@ CASES = [
         lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (1.0, 1.6), mode=mode, cval=cval),
         float_out=True,
     ),
+    Case(  # a pair sigma (rows, cols) and truncate: radii int(2.5 * 1.6 + 0.5) = 4 and 2
+        "gaussian_laplace_per_axis_truncate",
+        lambda x, **o: imgproc.gaussian_laplace(x, (1.6, 0.8), truncate=2.5, **o),
+        lambda p, mode, cval: ndi.gaussian_laplace(p, (1.6, 0.8), truncate=2.5, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(  # the pair the other way round, and a shorter truncate: radii 2 and 3
+        "gaussian_gradient_magnitude_truncate",
+        lambda x, **o: imgproc.gaussian_gradient_magnitude(x, (0.9, 1.7), truncate=2.0, **o),
+        lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (0.9, 1.7), truncate=2.0, mode=mode, cval=cval),
+        float_out=True,
+    ),
     Case(  # 13 taps: the blur's last pass runs on its own before the combination (keep)
         "unsharp_mask_wide",
         lambda x, **o: imgproc.unsharp_mask(x, sigma=1.5, amount=1.2, **o),
