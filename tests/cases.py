@@ -180,6 +180,18 @@ CASES = [
         lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (0.9, 1.7), truncate=2.0, mode=mode, cval=cval),
         float_out=True,
     ),
+    Case(  # scipy's -2 names the rows too
+        "sobel_rows_axis_minus2",
+        lambda x, **o: imgproc.sobel(x, -2, **o),
+        lambda p, mode, cval: ndi.sobel(p, -2, mode=mode, cval=cval),
+        float_out=True,
+    ),
+    Case(
+        "prewitt_rows_axis_minus2",
+        lambda x, **o: imgproc.prewitt(x, -2, **o),
+        lambda p, mode, cval: ndi.prewitt(p, -2, mode=mode, cval=cval),
+        float_out=True,
+    ),
     Case(  # 13 taps: the blur's last pass runs on its own before the combination (keep)
         "unsharp_mask_wide",
         lambda x, **o: imgproc.unsharp_mask(x, sigma=1.5, amount=1.2, **o),
