@@ -8,6 +8,7 @@ import pytest
 import imgproc
 import scipy.ndimage as ndi
 from cases import CASE_IDS, CASES, SCIPY_FILTER_CASES, SCIPY_IMAGE, from_layout, reference, to_layout
+from jaxprs import equations
 
 MODES = imgproc.MODES
 LAYOUTS = imgproc.LAYOUTS
@@ -83,9 +84,16 @@ def test_other_dtypes(case, dtype, rng, strict_promotion):
     np.testing.assert_allclose(np.asarray(got.astype(jnp.float32)), ref, atol=4 * eps * max(1.0, np.abs(ref).max()))
 
 
+# the derivative filters promise every lowering of imgproc.correlate (their module
+# docstring): each of them is here, Sobel along both axes
 METHOD_CASES = [c for c in CASES if c.name in ("correlate", "correlate_centre_plus_rank1", "convolve", "gaussian_blur",
-                                                "box_blur", "sharpen", "gaussian_blur_order_per_axis", "sobel_cols",
-                                                "gaussian_laplace")]
+                                                "box_blur", "sharpen", "gaussian_blur_order_per_axis", "sobel_rows",
+                                                "sobel_cols", "prewitt_cols", "laplace", "gaussian_laplace",
+                                                "gaussian_gradient_magnitude")]
+# The primitive a lowering's program holds and no other lowering's does (the separable
+# passes, the direct sums and the Pallas kernel hold neither): the method asked for is the
+# one that ran, not "auto" (whose passes give the same values).
+LOWERING_PRIMITIVES = {"conv": "conv_general_dilated", "convolve2d": "conv_general_dilated", "fft": "fft"}
 
 
 # Each lowering writes the borders of every mode itself: every mode for an asymmetric
@@ -104,6 +112,9 @@ def test_every_lowering_matches_reference(case, method, mode, rng):
     hwc = _image(rng, 13, 11, 2)
     got = np.asarray(case.call(hwc, mode=mode, cval=CVAL, method=method))
     np.testing.assert_allclose(got, reference(case, hwc, mode, CVAL), atol=1e-5, rtol=0)
+    program = jax.make_jaxpr(lambda im: case.call(im, mode=mode, cval=CVAL, method=method))(hwc).jaxpr
+    for primitive in set(LOWERING_PRIMITIVES.values()):
+        assert bool(equations(program, primitive)) == (LOWERING_PRIMITIVES.get(method) == primitive), primitive
 
 
 @pytest.mark.parametrize("mode", MODES)
