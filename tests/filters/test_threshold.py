@@ -52,11 +52,15 @@ def test_sixteen_bit_images_of_many_levels_equal_skimage(rng):
     assert jax.jit(lambda b: imgproc.threshold_otsu(b))(batch[..., None]).tolist() == want
 
 
-def test_float_images_within_one_bin(rng):
+@pytest.mark.parametrize("nbins", [256, 16, 1000])
+def test_float_images_within_one_bin(nbins, rng):
     for _ in range(8):
         x = (_bimodal(rng, 20 * 30) / 255).astype(np.float32).reshape(20, 30)
-        width = (x.max() - x.min()) / 256
-        assert abs(float(imgproc.threshold_otsu(x)) - skf.threshold_otsu(x)) <= width * 1.001
+        width = (x.max() - x.min()) / nbins
+        got = float(imgproc.threshold_otsu(x, **({} if nbins == 256 else {"nbins": nbins})))
+        assert abs(got - skf.threshold_otsu(x, nbins=nbins)) <= width * 1.001
+        centre = (got - x.min()) / width - 0.5  # the centre of one of the nbins bins, as scikit-image's
+        assert abs(centre - round(centre)) < 0.01
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
