@@ -204,6 +204,25 @@ def test_in_a_pipeline_the_range_is_the_pipelines(rng):
     assert imgproc.op_info("threshold").not_differentiable
 
 
+def test_in_a_pipeline_a_uint16_image_is_binned_one_bin_per_level(rng):
+    """A uint16 image reaches a pipeline's threshold stage as float32 with max_value 65535:
+    Otsu's bins are its levels, one bin each, as an eager call on the uint16 image bins
+    them (not nbins bins between its minimum and maximum): scikit-image's ``x >
+    threshold_otsu(x)`` on images of thousands of levels and of few."""
+    skimage = pytest.importorskip("skimage")
+    pipe = imgproc.Pipeline([{"op": "threshold"}])
+    images = {f"many {shape}": (_bimodal(rng, int(np.prod(shape))) * 257).astype(np.uint16).reshape(shape)
+              for shape in ((96, 96), (40, 50, 3))}
+    assert all(len(np.unique(x)) > 4000 for x in images.values())
+    images["camera"] = skimage.data.camera()[::2, ::2].astype(np.uint16) * 257  # 256 levels
+    for name, x in images.items():
+        got = pipe(x)
+        assert got.dtype == np.uint16
+        np.testing.assert_array_equal(got, np.where(x > skf.threshold_otsu(x), 65535, 0).astype(np.uint16),
+                                      err_msg=name)
+        np.testing.assert_array_equal(got, imgproc.threshold(x), err_msg=name)
+
+
 @pytest.mark.parametrize("before", [
     [{"op": "sobel", "axis": 0}], [{"op": "gaussian_laplace", "sigma": 2.0}],
     [{"op": "gaussian_gradient_magnitude", "sigma": 1.0}],  # float32 results: not levels
