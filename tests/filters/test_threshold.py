@@ -241,6 +241,59 @@ def test_in_a_pipeline_after_a_stage_it_is_what_the_eager_chain_gives(before):
     assert ("levels" in pipe.to_spec()[-1]) == (y.dtype == np.float32)
 
 
+def _two_modes(seed, width, top, n=65536):
+    """Counts of ``n`` levels: two modes of ``width`` bins (random counts below ``top``)
+    with a long run of empty bins between them, and empty bins at both ends."""
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(n)
+    a, b = rng.integers(width + 1, n // 3), rng.integers(2 * n // 3, n - width - 1)
+    counts[a - width:a + 1] = rng.integers(1, top, width + 1)
+    counts[b:b + width] = rng.integers(1, top, width)
+    return counts
+
+
+def _dyadic(n):
+    """Bin centres of a float image's ``n`` bins over [-1.5, 2.5), exact in float32."""
+    return -1.5 + (np.arange(n) + 0.5) * (4 / n)
+
+
+# (name, counts, centres): the histograms Otsu's threshold is taken from, of 65,536 bins (a
+# float image's nbins, up to 2**20; uint16 levels, which threshold_otsu sends to the
+# host's otsu_of_levels instead) and of 256 (uint8 levels, the default nbins). Between two
+# modes every split has the same variance (the classes do not change along a run of empty
+# bins): scikit-image's sequential sums tie there exactly and its argmax takes the first
+# split; XLA's prefix sums round along a long run, so imgproc takes the variance at the
+# run's last non-empty bin (threshold._otsu): without that, 6 of the 65,536-bin cases here
+# took a split further along the run (XLA:CPU; the 256-bin ones tie either way).
+OTSU_HISTOGRAMS = [
+    *[(f"levels65536_{seed}", _two_modes(seed, 3000, 30), np.arange(65536)) for seed in range(12)],
+    *[(f"levels65536_narrow_modes_{seed}", _two_modes(seed, 200, 100), np.arange(65536)) for seed in range(6)],
+    *[(f"float65536_{seed}", _two_modes(seed, 3000, 30), _dyadic(65536)) for seed in range(12)],
+    ("uint8_two_modes", _two_modes(0, 20, 1000, n=256), np.arange(256)),
+    ("float_two_modes", _two_modes(1, 20, 1000, n=256), _dyadic(256)),
+    # exact ties between splits that are not one run: 5, _, 5, _, 5 splits equally after
+    # the first and the second mode, and scikit-image takes the first
+    ("tie_three_modes", np.array([5, 0, 5, 0, 5]), np.arange(5)),
+    ("tie_three_modes_float", np.array([0, 0, 7, 0, 0, 0, 7, 0, 0, 0, 7, 0]), _dyadic(256)[:12]),
+    ("tie_two_levels", np.array([0, 3, 0, 0, 0, 0, 3, 0]), np.arange(8)),
+]
+
+
+@pytest.mark.parametrize("name, counts, centers", OTSU_HISTOGRAMS, ids=[h[0] for h in OTSU_HISTOGRAMS])
+def test_otsu_of_a_histogram_equals_skimages(name, counts, centers):
+    """The histogram-to-threshold step alone, compiled as threshold_otsu compiles it, against
+    ``skimage.filters.threshold_otsu(hist=(counts, centres))`` (which trims the empty bins at
+    the ends, where imgproc's mask refuses an empty class); a histogram of levels from 0 up
+    also through the host's ``otsu_of_levels`` (uint16 images')."""
+    from imgproc.filters.threshold import _otsu, otsu_of_levels
+
+    want = skf.threshold_otsu(hist=(counts, centers))
+    got = jax.jit(_otsu)(np.asarray(counts, np.float32), np.asarray(centers, np.float32))
+    assert float(got) == want
+    if np.array_equal(centers, np.arange(len(counts))):
+        assert otsu_of_levels(counts) == want
+
+
 @pytest.mark.parametrize("count, levels", [(1, 256), (2, 256), (7, 256), (1000, 256), (999, 200), (501, 65536)])
 def test_level_counts_are_bincount(count, levels, rng):
     # the pair table's rows and columns, an odd last value alone; above 256 levels one scatter
