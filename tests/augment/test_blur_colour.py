@@ -17,6 +17,7 @@ from imgproc.augment.blur import motion_kernel
 
 RNG = np.random.default_rng(5)
 X = RNG.integers(0, 256, (21, 26, 3)).astype(np.uint8)
+X16 = np.random.default_rng(16).integers(0, 65536, X.shape).astype(np.uint16)
 
 
 @pytest.mark.parametrize("size", [3, 5, 7])
@@ -74,6 +75,11 @@ CONVERSIONS = [
     ("rgb_to_ycbcr", imgproc.rgb_to_ycbcr, skc.rgb2ycbcr, X, 1e-4),
     ("ycbcr_to_rgb", imgproc.ycbcr_to_rgb, skc.ycbcr2rgb, skc.rgb2ycbcr(X).astype(np.float32), 1e-5),
     ("rgb_to_lab", imgproc.rgb_to_lab, skc.rgb2lab, X, 2e-4),
+    # uint16 over its range 65535, as skimage takes it, and a given max_value (12-bit levels
+    # in uint16) as skimage's rgb2lab of x / max
+    ("rgb_to_lab_uint16", imgproc.rgb_to_lab, skc.rgb2lab, X16, 2e-4),
+    ("rgb_to_lab_max_value", lambda x, **o: imgproc.rgb_to_lab(x, max_value=4095, **o),
+     lambda x: skc.rgb2lab(x / 4095), X16 >> 4, 2e-4),
     ("lab_to_rgb", imgproc.lab_to_rgb, skc.lab2rgb, skc.rgb2lab(X).astype(np.float32), 1e-5),
     ("lab_to_rgb_out_of_gamut", imgproc.lab_to_rgb, skc.lab2rgb,
      RNG.uniform([0, -120, -120], [100, 120, 120], (12, 14, 3)).astype(np.float32), 1e-5),
