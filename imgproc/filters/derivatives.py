@@ -87,8 +87,8 @@ def sobel(image, axis, *, mode="reflect", cval=0.0, layout=None, method="auto", 
         mode, cval, layout, method, hints: as for :func:`imgproc.correlate`.
 
     Returns:
-        float32 of the image's shape, in the image's units (float64 in: float64 out), the
-        caller's array type. Why float32: the module docstring.
+        float32 of the image's shape, in the image's units (float64 in: float32 out too),
+        the caller's array type. Why float32: the module docstring.
 
     Example:
         >>> import numpy as np, imgproc
