@@ -6,9 +6,10 @@
 Like scikit-image, the RGB side is in [0, 1]: an RGB input is divided by ``max_value``
 (255 for uint8, 65535 for uint16, 1 for floats) and an RGB output is float32 in [0, 1]
 (``lab_to_rgb`` clips to it, as skimage does). YCbCr and Lab values are float32 in
-skimage's units (Y in [16, 235], Cb and Cr in [16, 240]; full range: all three in
-[0, 255], Pillow's levels; L in [0, 100]). They are
-conversions, not pipeline stages (a stage keeps the value range).
+skimage's units (Y in [16, 235], Cb and Cr in [16, 240]; full range: Y in [0, 255], Cb
+and Cr in [0.5, 255.5], 128 ± 127.5, pure blue's Cb and pure red's Cr 255.5 where
+Pillow's uint8 levels saturate at 255; L in [0, 100]). They are conversions, not
+pipeline stages (a stage keeps the value range).
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def rgb_to_ycbcr(image, *, full_range=False, max_value=None, layout=None):
     max_value``): Y in [16, 235], Cb and Cr in [16, 240]. ``full_range=True``: the full
     range of JPEG/JFIF, what Pillow's ``Image.convert("YCbCr")`` computes (within one level;
     Pillow rounds its fixed-point sums): ``Y = 0.299 R + 0.587 G + 0.114 B``, ``Cb = 128 +
-    0.5 (B - Y) / 0.886``, ``Cr = 128 + 0.5 (R - Y) / 0.701`` with R, G, B in 0..255, all
-    three in [0, 255].
+    0.5 (B - Y) / 0.886``, ``Cr = 128 + 0.5 (R - Y) / 0.701`` with R, G, B in 0..255: Y in
+    [0, 255], Cb and Cr in [0.5, 255.5] (pure red's Cr is 255.5, below; Pillow's uint8
+    levels saturate it at 255).
 
     Example:
         >>> import numpy as np, imgproc
