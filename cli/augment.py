@@ -9,8 +9,9 @@ Randomness: variant ``k`` of the ``i``-th input (inputs sorted by path) is sampl
 same files, and a variant does not depend on the other inputs' sizes or on ``N`` for
 the variants it shares.
 
-Grey images meeting a colour op are converted to RGB (with a warning); alpha is carried
-over unchanged, as ``imgproc denoise`` does; a re-run skips variants that exist.
+Grey images meeting a colour op are converted to RGB (with a warning); an alpha channel
+follows the geometric ops (flips, rotations, crops: nearest-neighbour, as a mask) and is
+left alone by the others, as in ``imgproc run``; a re-run skips variants that exist.
 """
 
 from __future__ import annotations
@@ -60,32 +61,27 @@ def _augment_colour(pipe, image, src, **kwargs):
     return augment_image(pipe, rgb, **kwargs)
 
 
-def _with_alpha(variants, alpha, src):
-    """Each variant with the input's alpha carried over unchanged (as ``imgproc denoise``
-    does); a variant whose size changed (a crop) cannot take it: alpha dropped, with a
-    warning."""
+def augment_image(pipe, image, *, key, first_index, count, alpha=None):
+    """``count`` variants of one image (H, W) or (H, W, C): samples ``first_index + k``.
+    ``alpha`` (H, W, 1), the image's alpha channel, follows each variant's geometric ops
+    (:func:`imgproc.io.folder_runner.call_with_alpha`) and is appended to it; a spec whose
+    op cannot move it (``rand_augment``, ...) gets variants without alpha (the caller
+    warns: :func:`imgproc.io.folder_runner.alpha_plan`)."""
     import numpy as np
 
-    from imgproc.io.folder_runner import ALPHA_DROPPED
-
-    if variants.shape[1:3] != alpha.shape[:2]:
-        click.echo(f"warning: {src}: {ALPHA_DROPPED}", err=True)
-        return variants
-    colour = variants if variants.ndim == 4 else variants[..., None]
-    a = np.broadcast_to(alpha.astype(colour.dtype), (*colour.shape[:3], 1))
-    return np.concatenate([colour, a], axis=-1)
-
-
-def augment_image(pipe, image, *, key, first_index, count):
-    """``count`` variants of one image (H, W) or (H, W, C): samples ``first_index + k``."""
-    import numpy as np
+    from imgproc.io.folder_runner import ALPHA_DROPPED, alpha_plan, call_with_alpha, join_alpha
 
     gray = image.ndim == 2
     x = image[..., None] if gray else image
     # a pipeline that starts by setting the size takes the image as a list: images of
     # every size then share a few compiled programs (imgproc.pipeline.variable_size)
     batch = [x] * count if pipe.takes_lists else np.repeat(x[None], count, axis=0)
-    out = np.asarray(pipe(batch, key=key, indices=np.arange(first_index, first_index + count)))
+    plan = alpha_plan(pipe)[0]
+    out, alphas = call_with_alpha(pipe, batch, [alpha] * count, plan,
+                                  key=key, indices=np.arange(first_index, first_index + count))
+    out = np.asarray(out)
+    if alpha is not None and plan != ALPHA_DROPPED:
+        return np.stack([join_alpha(v, a, False) for v, a in zip(out, alphas)])
     return out[..., 0] if gray and out.shape[-1] == 1 else out
 
 
@@ -119,9 +115,10 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
 
     from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
-    from imgproc.io.folder_runner import save_spec_result, split_alpha
+    from imgproc.io.folder_runner import alpha_dropped, alpha_plan, save_spec_result, split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
+    dropped_by = alpha_plan(pipe)[1]  # an op that the alpha cannot follow (rand_augment, ...)
     files = _inputs(os.path.expanduser(input))
     out = Path(os.path.expanduser(outdir))
     check_folder_name(out, "OUTDIR", "augment writes its variants into")
@@ -149,9 +146,9 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
             image = imgproc.load_image(src)
             colour, alpha, flat = split_alpha(image)
             colour = colour[..., 0] if flat else colour
-            variants = _augment_colour(pipe, colour, src, key=key, first_index=i * count, count=count)
-            if alpha is not None:
-                variants = _with_alpha(variants, alpha, src)
+            variants = _augment_colour(pipe, colour, src, key=key, first_index=i * count, count=count, alpha=alpha)
+            if alpha is not None and dropped_by is not None:
+                click.echo(f"warning: {src}: {alpha_dropped(dropped_by)}", err=True)
             for d, v in zip(dsts, variants):
                 if d in todo:
                     try:

@@ -17,6 +17,7 @@ import concurrent.futures as cf
 import dataclasses
 import functools
 import os
+import re
 import traceback
 
 import numpy as np
@@ -57,12 +58,37 @@ class Result:
     warnings: list = dataclasses.field(default_factory=list)
 
 
-ALPHA_DROPPED = "alpha channel dropped (the spec changes the image size)"
+ALPHA_KEPT, ALPHA_MOVED, ALPHA_DROPPED = "kept", "moved", "dropped"
+
+
+def alpha_plan(pipeline) -> tuple[str, str | None]:
+    """How the alpha channel of an RGBA or grey + alpha image goes through ``pipeline``:
+    ``(ALPHA_KEPT, None)`` when no stage moves pixels (filters, colour ops: the alpha is
+    carried over unchanged), ``(ALPHA_MOVED, None)`` when some stage does (flips, turns,
+    crops, resizes, warps: the alpha is passed as a mask target, :meth:`imgproc.Pipeline.__call__`
+    ``targets=``, and moves with the image), or ``(ALPHA_DROPPED, op)`` for a stage that
+    does not say how it moves pixels (``rand_augment``, ``auto_augment``, ...: the alpha
+    cannot follow it, and is dropped with :func:`alpha_dropped`'s warning)."""
+    from imgproc.core.registry import KEEPS_TARGETS, resolve_targets
+
+    stages = getattr(pipeline, "stages", ())
+    rules = [(stage.info.name, resolve_targets(stage)) for stage in stages]
+    unknown = next((name for name, rule in rules if rule is None), None)
+    if unknown is not None:
+        return ALPHA_DROPPED, unknown
+    if all(rule is KEEPS_TARGETS for _, rule in rules):
+        return ALPHA_KEPT, None
+    return ALPHA_MOVED, None
+
+
+def alpha_dropped(op: str) -> str:
+    """The warning of an image whose alpha channel cannot follow ``op`` (:func:`alpha_plan`)."""
+    return f"alpha channel dropped (op {op!r} cannot move it with the image)"
 
 
 def split_alpha(arr):
-    """(colour as (H, W, C), alpha or None, was 2-D). Filters apply to colour; alpha is
-    carried over unchanged."""
+    """(colour as (H, W, C), alpha (H, W, 1) or None, was 2-D). Filters apply to colour;
+    the alpha goes through the pipeline's geometric stages only (:func:`call_with_alpha`)."""
     if arr.ndim == 2:
         return arr[:, :, None], None, True
     if arr.shape[2] in (2, 4):
@@ -71,9 +97,35 @@ def split_alpha(arr):
 
 
 def join_alpha(colour, alpha, flat):
+    """``colour`` (H, W, C) with ``alpha`` (H, W, 1) appended, in ``colour``'s dtype: an
+    integer alpha is scaled to [0, 1] when the result is float (``to_float``,
+    ``normalize``), as the colour was; without alpha a 2-D input comes back 2-D."""
     if alpha is not None:
+        alpha = np.asarray(alpha)
+        if colour.dtype.kind == "f" and alpha.dtype.kind in "ui":
+            alpha = alpha / np.float32(np.iinfo(alpha.dtype).max)
         return np.concatenate([colour, alpha.astype(colour.dtype)], axis=2)
     return colour[:, :, 0] if flat else colour
+
+
+def call_with_alpha(pipeline, images, alphas, plan, **kwargs):
+    """``pipeline(images, **kwargs)`` with each image's alpha moved as the image is:
+    ``(result, moved)``, ``moved`` one (h, w, 1) alpha or None per image. ``images``: a
+    batch (N, H, W, C) or a list (a pipeline that ``takes_lists``); ``alphas``: one (H, W,
+    1) array or None per image; ``plan``: :func:`alpha_plan`'s first item. With
+    :data:`ALPHA_MOVED` the alphas go in as ``targets={"masks": ...}`` (nearest-neighbour,
+    zero where a stage brings in pixels from outside the image); otherwise they come back
+    as given (the caller keeps or drops them)."""
+    if plan != ALPHA_MOVED or all(a is None for a in alphas):
+        return pipeline(images, **kwargs), list(alphas)
+    masks = [np.zeros(np.shape(x)[:2], np.asarray(x).dtype) if a is None else a[:, :, 0] for x, a in zip(images, alphas)]
+    if isinstance(images, list):
+        out, moved = pipeline(images, targets=[{"masks": m} for m in masks], **kwargs)
+        moved = [np.asarray(t["masks"]) for t in moved]
+    else:
+        out, moved = pipeline(images, targets={"masks": np.stack(masks)}, **kwargs)
+        moved = list(np.asarray(moved["masks"]))
+    return out, [None if a is None else m[:, :, None] for a, m in zip(alphas, moved)]
 
 
 def memory_check(opts: RunOptions):
@@ -155,6 +207,7 @@ class BatchStage:
         self.pipeline, self.batch_size, self.key, self.pad = pipeline, batch_size, key, pad
         self.max_work_bytes, self.work_bytes_per_value = max_work_bytes, work_bytes_per_value
         self.lists = bool(getattr(pipeline, "takes_lists", False))
+        self.alpha, self.alpha_op = alpha_plan(pipeline)
         self.groups: dict = collections.OrderedDict()
         self.waiting = 0
         self._cache_on = False
@@ -201,27 +254,44 @@ class BatchStage:
             describe(stack[:len(items)], [str(d.job.src) for d in items])
         indices = np.asarray([d.job.index for d in items])
         indices = np.concatenate([indices, np.repeat(indices[-1:], n - len(items))])
+        alphas = [d.alpha for d in items]
+        alphas += alphas[-1:] * (n - len(items))
         try:
-            if self.key is not None:
-                out = self.pipeline(stack, key=self.key, indices=indices)
-            else:
-                out = self.pipeline(stack)
+            kwargs = {} if self.key is None else {"key": self.key, "indices": indices}
+            out, moved = call_with_alpha(self.pipeline, stack, alphas, self.alpha, **kwargs)
             out = np.asarray(out)
         except (ValueError, TypeError) as e:  # an image the pipeline cannot take, or a bad option
-            error = ValueError(f"cannot process ({e})")
-            error.__cause__ = e
-            return [Result(d.job, error=error) for d in items]
-        return [_result(d, out[i]) for i, d in enumerate(items)]
+            return [Result(d.job, error=cannot_process(e, d.colour, d.alpha)) for d in items]
+        return [_result(d, out[i], moved[i], self.alpha_op) for i, d in enumerate(items)]
 
 
-def _result(decoded: Decoded, image) -> Result:
-    """The :class:`Result` of ``decoded``'s job: ``image`` with the input's alpha carried
-    over, or without it, and a warning, when the pipeline changed the image's size (a
-    resize or a crop: the alpha no longer fits)."""
-    alpha = decoded.alpha
-    if alpha is not None and image.shape[:2] != alpha.shape[:2]:
-        return Result(decoded.job, join_alpha(image, None, decoded.flat), decoded.info, warnings=[ALPHA_DROPPED])
+def _result(decoded: Decoded, image, alpha, dropped_by=None) -> Result:
+    """The :class:`Result` of ``decoded``'s job: ``image`` with ``alpha`` (the input's,
+    moved by the pipeline's geometric stages: :func:`call_with_alpha`), or without it and
+    with a warning when ``dropped_by`` names an op the alpha cannot follow
+    (:func:`alpha_plan`)."""
+    if decoded.alpha is not None and dropped_by is not None:
+        return Result(decoded.job, join_alpha(image, None, decoded.flat), decoded.info,
+                      warnings=[alpha_dropped(dropped_by)])
     return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info)
+
+
+def cannot_process(error, colour, alpha) -> ValueError:
+    """The ``ValueError`` of an image the pipeline refused (``error``): its reason, with
+    the batch's shape and layout in the library's message (``got shape (1, 411, 333, 1)
+    with layout 'NHWC'``) replaced by the image's own: ``got a 333x411 grey image``
+    (width x height, as the other messages give sizes; an alpha channel is said to be set
+    aside). The original is its cause."""
+    h, w, c = colour.shape
+    kind = {1: "grey", 3: "RGB"}.get(c, f"{c}-channel")
+    if alpha is not None:
+        kind = {1: "grey + alpha", 3: "RGBA"}.get(c, kind + " + alpha")
+    image = f"{'an' if kind.startswith('RGB') else 'a'} {w}x{h} {kind} image" + ("" if alpha is None else " (its alpha is set aside: the ops see "
+                                                                      f"{c} channel{'s' * (c != 1)})")
+    reason = re.sub(r"got shape \([0-9, ]*\) with layout '\w+'", f"got {image}", str(error))
+    out = ValueError(f"cannot process ({reason})")
+    out.__cause__ = error
+    return out
 
 
 def _stacked(images) -> np.ndarray:
@@ -366,9 +436,12 @@ class _Failures:
         self.report, self.opts, self.raise_unexpected = report, opts, raise_unexpected
 
     def __call__(self, job: Job, error: BaseException):
-        if self.raise_unexpected and not isinstance(error, ImgprocError):
-            raise error.__cause__ or error
         path, reason, code = failure(job, error)
+        if self.raise_unexpected and not isinstance(error, ImgprocError):
+            cause = error.__cause__ or error
+            if isinstance(cause, ValueError):  # a usage error (2) of this file: named, with its own shape
+                raise ValueError(f"{path}: {reason}") from cause
+            raise cause
         if self.opts.debug and not isinstance(error, (ImgprocError, ValueError)):
             with NATIVE_STDERR_LOCK:
                 traceback.print_exception(error)

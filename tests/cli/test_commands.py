@@ -51,32 +51,126 @@ def test_blur_sharpen_and_run(noisy, tmp_path):
     assert imgproc.load_image(tmp_path / "r.png").shape == (300, 451, 3)
 
 
-def test_a_spec_that_changes_the_size_drops_alpha_with_a_warning(tmp_path, samples):
-    """A resize or crop leaves the input's alpha the wrong size: the output has none and
-    a warning says so, in single-file and folder runs (it was a NumPy concatenate error
-    that ended a folder run with nothing written), as `imgproc augment` does."""
-    spec = tmp_path / "resize.json"
-    spec.write_text(json.dumps([{"op": "resize", "size": [40, 60]}]))
-    code, _, err = run("run", spec, samples / "logo_rgba.png", tmp_path / "one.png")
-    assert code == 0 and err == f"warning: {samples / 'logo_rgba.png'}: alpha channel dropped (the spec changes the image size)\n"
-    assert imgproc.load_image(tmp_path / "one.png").shape == (40, 60, 3)
+@pytest.fixture
+def strip_rgba(tmp_path, samples):
+    """The sample logo with an alpha opaque only in a strip at the left (and half at the
+    top): any op that moves pixels moves it visibly."""
+    image = imgproc.load_image(samples / "logo_rgba.png").copy()
+    image[..., 3] = 0
+    image[:, :60, 3] = 255
+    image[:40, :, 3] = 128
+    path = tmp_path / "strip.png"
+    imgproc.save_image(path, image)
+    return path, image
+
+
+@pytest.mark.parametrize("stage, expect", [
+    ({"op": "flip_left_right"}, lambda a: a[:, ::-1]),
+    ({"op": "flip_up_down"}, lambda a: a[::-1]),
+    ({"op": "rot90"}, lambda a: np.rot90(a)),
+    ({"op": "rot90", "k": 3}, lambda a: np.rot90(a, 3)),
+    ({"op": "crop", "top": 30, "left": 20, "size": [100, 150]}, lambda a: a[30:130, 20:170]),
+])
+def test_alpha_follows_flips_turns_and_crops_exactly(stage, expect, strip_rgba, tmp_path):
+    """The alpha moves with the colour (it used to stay where it was: a flipped logo kept
+    its left strip opaque), in single-file and folder runs."""
+    path, image = strip_rgba
+    code, _, err = run("run", json.dumps([stage]), path, tmp_path / "one.png")
+    assert code == 0 and err == "", err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "one.png"), expect(image))
+    code, _, err = run("run", json.dumps([stage]), path, path, tmp_path / "out", "--overwrite")  # several IN
+    assert code in (0, 1), err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "out" / "strip.png"), expect(image))
+
+
+def test_alpha_follows_resizes_and_rotations_nearest(strip_rgba, tmp_path, samples):
+    """A resize or a rotation keeps the alpha (it was dropped, with a warning): resampled
+    nearest-neighbour, as masks are (imgproc.Pipeline targets=), zero where the rotation
+    brings in pixels from outside; the colour is what the same spec makes of an RGB image."""
+    path, image = strip_rgba
+    spec = [{"op": "resize", "size": [90, 130]}, {"op": "gaussian_blur", "sigma": 1.0}]
+    code, _, err = run("run", json.dumps(spec), path, tmp_path / "r.png")
+    assert code == 0 and err == "", err
+    out = imgproc.load_image(tmp_path / "r.png")
+    np.testing.assert_array_equal(out[..., 3], imgproc.resize(image[..., 3], size=(90, 130), method="nearest"))
+    np.testing.assert_array_equal(out[..., :3], imgproc.Pipeline(spec)(image[..., :3]))
+    spec = [{"op": "rotate", "angle": 30}]
+    code, _, err = run("run", json.dumps(spec), path, tmp_path / "t.png")
+    assert code == 0 and err == "", err
+    out = imgproc.load_image(tmp_path / "t.png")
+    _, moved = imgproc.Pipeline(spec)(image[..., :3], targets={"masks": image[..., 3]})
+    np.testing.assert_array_equal(out[..., 3], moved["masks"])
+    assert out[0, 0, 3] == 0 and out[100, 10, 3] == 255  # a corner from outside; inside the strip
+    # the old drop case: the sample logo through a resize keeps its alpha, in a folder run too
+    spec = json.dumps([{"op": "resize", "size": [40, 60]}])
     folder = tmp_path / "in"
     folder.mkdir()
     for name in ("logo_rgba.png", "chelsea.jpg"):
         shutil.copy(samples / name, folder / name)
     code, _, err = run("run", spec, folder, tmp_path / "out", "--log-format", "json")
     events = [json.loads(line) for line in err.splitlines()]
-    assert code == 0 and [e["event"] for e in events] == ["warning", "summary"] and events[1]["written"] == 2
-    assert imgproc.load_image(tmp_path / "out" / "logo_rgba.png").shape == (40, 60, 3)
+    assert code == 0 and [e["event"] for e in events] == ["summary"] and events[0]["written"] == 2
+    assert imgproc.load_image(tmp_path / "out" / "logo_rgba.png").shape == (40, 60, 4)
     assert imgproc.load_image(tmp_path / "out" / "chelsea.jpg").shape == (40, 60, 3)
-    # the spec written out on the command line instead of in a file
-    assert run("run", json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]), samples / "logo_rgba.png",
-               tmp_path / "inline.png")[0] == 0
-    # a spec that keeps the size keeps the alpha
-    spec.write_text(json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]))
-    assert run("run", spec, samples / "logo_rgba.png", tmp_path / "kept.png")[0] == 0
-    assert imgproc.load_image(tmp_path / "kept.png").shape[2] == 4
-    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "inline.png"), imgproc.load_image(tmp_path / "kept.png"))
+
+
+def test_alpha_follows_random_flips_and_turns(strip_rgba, tmp_path):
+    """`imgproc run --seed` and `imgproc augment`: each output's alpha is the same flip or
+    quarter turn of the input's alpha as its colour is of the input's colour."""
+    path, image = strip_rgba
+    spec = json.dumps([{"op": "random_flip_left_right"}, {"op": "random_rot90"}])
+    code, _, err = run("augment", path, tmp_path / "aug", "--spec", spec, "--count", 8, "--seed", 3, "--no-sheet")
+    assert code == 0, err
+    outputs = [imgproc.load_image(tmp_path / "aug" / f"strip_{k:03d}.png") for k in range(8)]
+    code, _, err = run("run", spec, path, tmp_path / "r.png", "--seed", 5)
+    assert code == 0 and err == "", err
+    outputs.append(imgproc.load_image(tmp_path / "r.png"))
+    seen = set()
+    for out in outputs:
+        moves = [(f, k) for f in (False, True) for k in range(4)
+                 if np.array_equal(np.rot90(image[:, ::-1, :3] if f else image[..., :3], k), out[..., :3])]
+        assert len(moves) == 1, moves
+        f, k = moves[0]
+        np.testing.assert_array_equal(out[..., 3], np.rot90(image[:, ::-1, 3] if f else image[..., 3], k))
+        seen.add(moves[0])
+    assert len(seen) > 2  # the draws did move it
+
+
+def test_alpha_follows_a_random_augment_and_is_dropped_only_by_ops_that_cannot_move_it(strip_rgba, tmp_path):
+    path, image = strip_rgba
+    spec = [{"op": "random_rotate", "max_degrees": 30}, {"op": "random_resized_crop", "size": [120, 120]},
+            {"op": "random_brightness"}]
+    code, _, err = run("augment", path, tmp_path / "aug", "--spec", json.dumps(spec), "--count", 3, "--seed", 0,
+                       "--no-sheet")
+    assert code == 0 and "warning" not in err, err
+    import jax
+    colour, moved = imgproc.Pipeline(spec)(np.repeat(image[None, ..., :3], 3, 0), key=jax.random.key(0),
+                                           indices=np.arange(3), targets={"masks": np.repeat(image[None, ..., 3], 3, 0)})
+    for k in range(3):
+        out = imgproc.load_image(tmp_path / "aug" / f"strip_{k:03d}.png")
+        np.testing.assert_array_equal(out[..., :3], np.asarray(colour[k]))
+        np.testing.assert_array_equal(out[..., 3], np.asarray(moved["masks"][k]))
+    # rand_augment does not say how it moves pixels: no alpha rather than a misplaced one
+    message = f"warning: {path}: alpha channel dropped (op 'rand_augment' cannot move it with the image)"
+    code, _, err = run("run", '[{"op": "rand_augment"}]', path, tmp_path / "ra.png", "--seed", 0)
+    assert code == 0 and err.splitlines() == [message], err
+    assert imgproc.load_image(tmp_path / "ra.png").shape == (200, 200, 3)
+    code, _, err = run("augment", path, tmp_path / "aug2", "--spec", '[{"op": "rand_augment"}]', "--count", 1,
+                       "--no-sheet")
+    assert code == 0 and message in err, err
+    assert imgproc.load_image(tmp_path / "aug2" / "strip_000.png").shape == (200, 200, 3)
+
+
+def test_alpha_kept_by_filters_and_scaled_with_a_float_result(strip_rgba, tmp_path):
+    """Filters leave the alpha as it is; a spec ending in to_float writes the alpha scaled
+    as the colour is (it was refused: the alpha's 255 read as a float out of [0, 1])."""
+    path, image = strip_rgba
+    assert run("run", json.dumps([{"op": "gaussian_blur", "sigma": 1.0}]), path, tmp_path / "inline.png")[0] == 0
+    kept = imgproc.load_image(tmp_path / "inline.png")
+    np.testing.assert_array_equal(kept[..., 3], image[..., 3])
+    code, _, err = run("run", '[{"op": "to_float"}]', path, tmp_path / "f.png")
+    assert code == 0 and err == "", err
+    np.testing.assert_array_equal(imgproc.load_image(tmp_path / "f.png"), image)
 
 
 @pytest.mark.parametrize(
