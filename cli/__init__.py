@@ -128,6 +128,7 @@ def denoise(ctx, method, noise_sigma, verbose, sigma, size, sharpen, mode):
 
     from imgproc.io.memory import DENOISE_WORK_BYTES
 
+    _denoise.check_options(ctx, method)  # an option the method does not use is an error, not ignored
     opts = ctx.obj = dataclasses.replace(ctx.obj, work_bytes_per_value=DENOISE_WORK_BYTES)  # --max-memory's estimate
     pipe = _denoise.build(method, noise_sigma=noise_sigma, sigma=sigma, size=size, sharpen=sharpen, mode=mode)
     if verbose:

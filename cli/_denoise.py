@@ -15,6 +15,38 @@ import numpy as np
 # CLI names -> library methods
 METHODS = ("auto", "nl-means", "bm3d", "tv", "bilateral", "median", "chapter")
 
+# the options only some methods use: parameter name -> those methods (--verbose: every one)
+METHOD_OPTIONS = {
+    "noise_sigma": ("auto", "nl-means", "bm3d", "bilateral"),
+    "sigma": ("chapter",),
+    "size": ("chapter", "median"),
+    "sharpen": ("chapter",),
+    "mode": ("chapter", "median", "bilateral", "nl-means"),
+}
+
+
+def check_options(ctx, method):
+    """Refuse (``ValueError``, exit 2, one line) an option the user gave that ``method``
+    does not use (``--method nl-means --sigma 3`` was silently ignored), naming the
+    methods each applies to. Only options given on the command line count, not defaults
+    (click's ``get_parameter_source``)."""
+    from click.core import ParameterSource
+
+    unused = []
+    for name, methods in METHOD_OPTIONS.items():
+        if method in methods or ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT,
+                                                                   ParameterSource.DEFAULT_MAP):
+            continue
+        param = next(p for p in ctx.command.params if p.name == name)
+        flag = param.secondary_opts[0] if param.secondary_opts and not ctx.params[name] else param.opts[0]
+        which = methods[0] + " only" if len(methods) == 1 else ", ".join(methods[:-1]) + " or " + methods[-1]
+        unused.append(f"{flag} applies to --method {which}")
+    if unused:
+        default = " (the default)" if ctx.get_parameter_source("method") in (ParameterSource.DEFAULT,
+                                                                             ParameterSource.DEFAULT_MAP) else ""
+        raise ValueError(f"--method {method}{default} does not use {'this option' if len(unused) == 1 else 'these options'}: "
+                         + "; ".join(unused))
+
 
 def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode="reflect"):
     """The :class:`imgproc.Pipeline` for ``imgproc denoise --method METHOD``."""

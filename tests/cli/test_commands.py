@@ -182,7 +182,20 @@ def test_alpha_kept_by_filters_and_scaled_with_a_float_result(strip_rgba, tmp_pa
         (["denoise", "{noisy}", "{existing}"], 73, "exists; pass --overwrite"),
         (["denoise", "{noisy}", "{tmp}/o.xyz"], 73, "unknown output extension '.xyz'"),
         (["denoise", "{noisy}", "{tmp}/nofolder/o.png"], 73, "does not exist"),
-        (["denoise", "{noisy}", "{out}", "--size", "4"], 2, "size must be an odd integer"),
+        (["denoise", "{noisy}", "{out}", "--method", "median", "--size", "4"], 2, "size must be an odd integer"),
+        # an option the method does not use is refused, naming the methods it applies to
+        (["denoise", "{noisy}", "{out}", "--method", "nl-means", "--sigma", "3", "--size", "9", "--no-sharpen"], 2,
+         "error: --method nl-means does not use these options: --sigma applies to --method chapter only; "
+         "--size applies to --method chapter or median; --no-sharpen applies to --method chapter only\n"),
+        (["denoise", "{noisy}", "{out}", "--method", "tv", "--mode", "reflect"], 2,
+         "error: --method tv does not use this option: --mode applies to --method chapter, median, bilateral or "
+         "nl-means\n"),
+        (["denoise", "{noisy}", "{out}", "--method", "tv", "--noise-sigma", "5"], 2,
+         "--noise-sigma applies to --method auto, nl-means, bm3d or bilateral"),
+        (["denoise", "{noisy}", "{out}", "--method", "median", "--noise-sigma", "5"], 2,
+         "error: --method median does not use this option: --noise-sigma applies to"),
+        (["denoise", "{noisy}", "{out}", "--sharpen"], 2,
+         "error: --method auto (the default) does not use this option: --sharpen applies to --method chapter only"),
         (["denoise", "{noisy}", "{out}", "--mode", "symmetric"], 2, "'symmetric' is not one of"),
         (["denoise", "{noisy}", "{out}", "--noise-sigma", "nan"], 2, "'--noise-sigma': nan is not a finite number >= 0"),
         (["denoise", "{noisy}", "{out}", "--method", "chapter", "--sigma", "inf"], 2, "'--sigma': inf is not a finite number"),
@@ -219,6 +232,19 @@ def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
     assert {p: digest(p) for p in before} == before
     assert set(os.listdir(tmp_path)) == files_before  # nothing new, no temporary files
+
+
+def test_denoise_takes_the_options_its_method_uses(tmp_path):
+    """Each option of denoise is accepted with every method that uses it (the refusals
+    above are for the others), and defaults never count as given."""
+    src = tmp_path / "small.png"
+    imgproc.save_image(src, np.random.default_rng(0).integers(0, 256, (24, 32, 3)).astype(np.uint8))
+    cases = [("chapter", "--sigma", "1.5", "--size", "3", "--no-sharpen", "--mode", "wrap"),
+             ("median", "--size", "5", "--mode", "nearest"), ("nl-means", "--noise-sigma", "10", "--mode", "mirror"),
+             ("bilateral", "--noise-sigma", "10", "--mode", "wrap"), ("auto", "--noise-sigma", "10"), ("tv",)]
+    for i, (method, *options) in enumerate(cases):
+        code, _, err = run("denoise", src, tmp_path / f"{i}.png", "--method", method, *options)
+        assert code == 0 and err == "", (method, err)
 
 
 def test_overwrite_replaces(noisy, tmp_path):
