@@ -341,7 +341,7 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
         refused = _refused_name(data[:512])
         if refused:
             raise InvalidImageError(path, f"unsupported format {refused}; allowed: {', '.join(allowed)}")
-        raise InvalidImageError(path, "not a recognised image format")
+        raise InvalidImageError(path, f"not a recognised image format; allowed: {', '.join(allowed)}")
     if fmt not in allowed:
         raise InvalidImageError(path, f"format {fmt} is not allowed here; allowed: {', '.join(allowed)}")
     said: list[str] = []

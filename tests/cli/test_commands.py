@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 import imgproc
 from imgproc.cli import cli as imgproc_cli
@@ -177,7 +178,10 @@ def test_alpha_kept_by_filters_and_scaled_with_a_float_result(strip_rgba, tmp_pa
     "args, code, message",
     [
         (["denoise", "{missing}", "{out}"], 66, "error: {missing}: no such file"),
-        (["denoise", "{garbage}", "{out}"], 65, "error: {garbage}: not a recognised image format"),
+        (["denoise", "{garbage}", "{out}"], 65,
+         "error: {garbage}: not a recognised image format; allowed: JPEG, PNG, WEBP, TIFF, BMP, GIF\n"),
+        (["denoise", "{tga}", "{out}"], 65,
+         "error: {tga}: not a recognised image format; allowed: JPEG, PNG, WEBP, TIFF, BMP, GIF\n"),
         (["denoise", "{noisy}", "{noisy}"], 73, "is the input file itself"),
         (["denoise", "{noisy}", "{existing}"], 73, "exists; pass --overwrite"),
         (["denoise", "{noisy}", "{tmp}/o.xyz"], 73, "unknown output extension '.xyz'"),
@@ -216,13 +220,15 @@ def test_alpha_kept_by_filters_and_scaled_with_a_float_result(strip_rgba, tmp_pa
 def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path):
     garbage = tmp_path / "garbage.jpg"
     garbage.write_bytes(b"hello")
+    tga = tmp_path / "image.tga"  # a format without a signature to name it by
+    Image.fromarray(np.zeros((4, 5, 3), np.uint8)).save(tga)
     existing = tmp_path / "existing.png"
     existing.write_bytes(b"keep me")
     badspec = tmp_path / "bad.json"
     badspec.write_text('[{"op": "blurr"}]')
-    names = dict(missing=tmp_path / "missing.jpg", garbage=garbage, noisy=noisy, existing=existing,
+    names = dict(missing=tmp_path / "missing.jpg", garbage=garbage, tga=tga, noisy=noisy, existing=existing,
                  out=tmp_path / "out.png", tmp=tmp_path, badspec=badspec)
-    before = {p: digest(p) for p in (noisy, garbage, existing)}
+    before = {p: digest(p) for p in (noisy, garbage, existing, tga)}
     files_before = set(os.listdir(tmp_path))
     got_code, _, err = run(*[a.format(**names) for a in args])
     assert got_code == code, err
