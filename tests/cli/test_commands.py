@@ -214,7 +214,10 @@ def test_alpha_kept_by_filters_and_scaled_with_a_float_result(strip_rgba, tmp_pa
         (["run", '{{"op": ', "{noisy}", "{out}"], 2, "error: the spec: not valid JSON"),
         # a derivative's result is in the image's units, and floats are written as [0, 1]
         (["run", '[{{"op": "sobel", "axis": 1}}]', "{noisy}", "{out}"], 2,
-         'as floats, and a float result is written as values in [0, 1]: end the spec with a stage'),
+         'error: {noisy}: the result holds '),
+        # an image the spec cannot take: the file named, with its own size (not the batch's shape)
+        (["run", '[{{"op": "adjust_hue", "delta": 0.1}}]', "{grey}", "{out}"], 2,
+         "error: {grey}: cannot process (adjust_hue needs an RGB image (3 channels); got a 333x411 grey image)\n"),
     ],
 )
 def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path):
@@ -222,13 +225,15 @@ def test_errors_are_one_line_with_exit_code(args, code, message, noisy, tmp_path
     garbage.write_bytes(b"hello")
     tga = tmp_path / "image.tga"  # a format without a signature to name it by
     Image.fromarray(np.zeros((4, 5, 3), np.uint8)).save(tga)
+    grey = tmp_path / "grey.png"
+    Image.fromarray(np.zeros((411, 333), np.uint8)).save(grey)
     existing = tmp_path / "existing.png"
     existing.write_bytes(b"keep me")
     badspec = tmp_path / "bad.json"
     badspec.write_text('[{"op": "blurr"}]')
-    names = dict(missing=tmp_path / "missing.jpg", garbage=garbage, tga=tga, noisy=noisy, existing=existing,
+    names = dict(missing=tmp_path / "missing.jpg", garbage=garbage, tga=tga, grey=grey, noisy=noisy, existing=existing,
                  out=tmp_path / "out.png", tmp=tmp_path, badspec=badspec)
-    before = {p: digest(p) for p in (noisy, garbage, existing, tga)}
+    before = {p: digest(p) for p in (noisy, garbage, existing, tga, grey)}
     files_before = set(os.listdir(tmp_path))
     got_code, _, err = run(*[a.format(**names) for a in args])
     assert got_code == code, err
@@ -251,6 +256,23 @@ def test_denoise_takes_the_options_its_method_uses(tmp_path):
     for i, (method, *options) in enumerate(cases):
         code, _, err = run("denoise", src, tmp_path / f"{i}.png", "--method", method, *options)
         assert code == 0 and err == "", (method, err)
+
+
+def test_an_image_the_spec_cannot_take_is_named_with_its_own_shape(tmp_path):
+    """In a folder run each refused image gets its size and channels (the alpha set aside),
+    never the batch's internal shape (1, H, W, C) and layout."""
+    src = tmp_path / "in"
+    src.mkdir()
+    Image.fromarray(np.zeros((411, 333), np.uint8)).save(src / "grey.png")
+    Image.fromarray(np.zeros((20, 30, 2), np.uint8), "LA").save(src / "la.png")
+    Image.fromarray(np.zeros((20, 30, 3), np.uint8)).save(src / "rgb.png")
+    code, _, err = run("run", '[{"op": "adjust_hue", "delta": 0.1}]', src, tmp_path / "out", "-q")
+    assert code == 1, err
+    hue = "cannot process (adjust_hue needs an RGB image (3 channels); got"
+    assert f"error: {src / 'grey.png'}: {hue} a 333x411 grey image)" in err.splitlines()
+    assert (f"error: {src / 'la.png'}: {hue} a 30x20 grey + alpha image (its alpha is set aside: the ops see "
+            "1 channel))") in err.splitlines()
+    assert "NHWC" not in err and (tmp_path / "out" / "rgb.png").is_file()
 
 
 def test_overwrite_replaces(noisy, tmp_path):
