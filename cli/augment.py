@@ -115,7 +115,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
 
     from imgproc.io.folder_plan import check_folder_name
     from imgproc.cli._process import load_spec
-    from imgproc.io.folder_runner import alpha_dropped, alpha_plan, save_spec_result, split_alpha
+    from imgproc.io.folder_runner import alpha_dropped, alpha_plan, save_spec_result, spec_max_value, split_alpha
 
     pipe = load_spec(os.path.expanduser(spec))
     dropped_by = alpha_plan(pipe)[1]  # an op that the alpha cannot follow (rand_augment, ...)
@@ -147,12 +147,13 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
             colour, alpha, flat = split_alpha(image)
             colour = colour[..., 0] if flat else colour
             variants = _augment_colour(pipe, colour, src, key=key, first_index=i * count, count=count, alpha=alpha)
+            max_value = spec_max_value(pipe, colour.dtype)
             if alpha is not None and dropped_by is not None:
                 click.echo(f"warning: {src}: {alpha_dropped(dropped_by)}", err=True)
             for d, v in zip(dsts, variants):
                 if d in todo:
                     try:
-                        save_spec_result(d, v, quality=quality, overwrite=overwrite, source=src)
+                        save_spec_result(d, v, max_value=max_value, quality=quality, overwrite=overwrite, source=src)
                         written += 1
                     except OutputExistsError:  # appeared since the check above: another run wrote it
                         raced += 1

@@ -56,6 +56,7 @@ class Result:
     info: object = None
     error: BaseException | None = None
     warnings: list = dataclasses.field(default_factory=list)
+    max_value: float | None = None  # the range a stage after the spec would be told (a float result's advice)
 
 
 ALPHA_KEPT, ALPHA_MOVED, ALPHA_DROPPED = "kept", "moved", "dropped"
@@ -262,18 +263,29 @@ class BatchStage:
             out = np.asarray(out)
         except (ValueError, TypeError) as e:  # an image the pipeline cannot take, or a bad option
             return [Result(d.job, error=cannot_process(e, d.colour, d.alpha)) for d in items]
-        return [_result(d, out[i], moved[i], self.alpha_op) for i, d in enumerate(items)]
+        max_value = spec_max_value(self.pipeline, items[0].colour.dtype)
+        return [_result(d, out[i], moved[i], self.alpha_op, max_value) for i, d in enumerate(items)]
 
 
-def _result(decoded: Decoded, image, alpha, dropped_by=None) -> Result:
+def spec_max_value(pipeline, dtype) -> float:
+    """The value range a stage appended to ``pipeline`` would be told on ``dtype`` input
+    (the dtype's, 1.0 after ``normalize``/``to_float``; :func:`imgproc.pipeline.pipeline.max_value_after`):
+    what a ``normalize`` ending the spec divides by, for :func:`float_result_advice`."""
+    from imgproc.pipeline.pipeline import max_value_after
+
+    stages = getattr(pipeline, "stages", ())
+    return float(max_value_after(stages, len(stages), dtype))
+
+
+def _result(decoded: Decoded, image, alpha, dropped_by=None, max_value=None) -> Result:
     """The :class:`Result` of ``decoded``'s job: ``image`` with ``alpha`` (the input's,
     moved by the pipeline's geometric stages: :func:`call_with_alpha`), or without it and
     with a warning when ``dropped_by`` names an op the alpha cannot follow
-    (:func:`alpha_plan`)."""
+    (:func:`alpha_plan`). ``max_value``: :func:`spec_max_value`."""
     if decoded.alpha is not None and dropped_by is not None:
         return Result(decoded.job, join_alpha(image, None, decoded.flat), decoded.info,
-                      warnings=[alpha_dropped(dropped_by)])
-    return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info)
+                      warnings=[alpha_dropped(dropped_by)], max_value=max_value)
+    return Result(decoded.job, join_alpha(image, alpha, decoded.flat), decoded.info, max_value=max_value)
 
 
 def cannot_process(error, colour, alpha) -> ValueError:
@@ -311,18 +323,44 @@ def _stacked(images) -> np.ndarray:
 WRITTEN_BY_ANOTHER_RUN = "written by another run"
 
 
-def save_spec_result(path, image, **options) -> None:
+def save_spec_result(path, image, *, max_value=None, **options) -> None:
     """:func:`imgproc.save_image` of a command's result, its refusal of a float result
     clearly outside [0, 1] said for the command's spec rather than for Python code: the
-    stage to end the spec with."""
+    stage to end the spec with (:func:`float_result_advice`; ``max_value``:
+    :func:`spec_max_value`)."""
     try:
         save_image(path, image, **options)
     except FloatRangeError as e:
-        raise ValueError(
-            f"the result holds {e.low:g}..{e.high:g} as floats, and a float result is written as values in [0, 1]: "
-            "end the spec with a stage that maps it there (a derivative filter's result is in the image's units: "
-            'after a sobel, {"op": "normalize", "mean": -4, "std": 8} maps -4..4 times the image\'s range onto '
-            "[0, 1])") from None
+        raise ValueError(float_result_advice(e.low, e.high, max_value)) from None
+
+
+def float_result_advice(low: float, high: float, max_value=None) -> str:
+    """Why a float result holding ``low..high`` is not written, and a ``normalize`` stage
+    that maps exactly that range onto [0, 1] for a spec whose last stage is told
+    ``max_value`` (normalize computes ``(x / max_value - mean) / std``), rounded outwards
+    to two significant digits of the span. It fits whatever made the values (a Sobel's
+    -1020..1020, a Gaussian gradient magnitude's 0..35 on a photo, where a Sobel's
+    fixed recipe gave grey); ``max_value`` None: said in words.
+
+    >>> print(float_result_advice(0.0023, 45.17, 255.0).split("such as ")[1])
+    {"op": "normalize", "mean": 0, "std": 0.18}, which maps this file's 0.0023..45.2 onto [0, 1] (normalize computes (x / 255 - mean) / std; other files may need a wider range)
+    """
+    import math
+
+    head = (f"the result holds {low:g}..{high:g} as floats, and a float result is written as values in [0, 1]: "
+            "end the spec with a stage that maps it there")
+    if max_value is None:
+        return (head + ': {"op": "normalize", "mean": m, "std": s} computes (x / R - mean) / std, R the input\'s '
+                "range (255 for 8-bit images, 65535 for 16-bit, 1 after to_float or normalize): m = low / R, "
+                "s = (high - low) / R")
+    lo, hi = low / max_value, high / max_value
+    digits = max(2, 1 - math.floor(math.log10(hi - lo))) if hi > lo else 2
+    scale = 10 ** digits
+    mean = math.floor(lo * scale) / scale
+    std = max(round(math.ceil(hi * scale) / scale - mean, digits), 1 / scale)
+    return (head + f', such as {{"op": "normalize", "mean": {mean:g}, "std": {std:g}}}, which maps this file\'s '
+            f"{low:.3g}..{high:.3g} onto [0, 1] (normalize computes (x / {max_value:g} - mean) / std; other files may "
+            "need a wider range)")
 
 
 def write_result(result: Result, opts: RunOptions) -> bool:
@@ -346,7 +384,8 @@ def write_result(result: Result, opts: RunOptions) -> bool:
     exif = None if opts.strip else result.info.exif
     icc = None if opts.strip else result.info.icc_profile
     try:
-        save_spec_result(job.dst, result.image, quality=opts.quality, overwrite=opts.overwrite, source=job.src,
+        save_spec_result(job.dst, result.image, max_value=result.max_value, quality=opts.quality,
+                         overwrite=opts.overwrite, source=job.src,
                          exif=exif, icc_profile=icc)
     except OutputExistsError:
         if opts.overwrite:

@@ -275,6 +275,25 @@ def test_an_image_the_spec_cannot_take_is_named_with_its_own_shape(tmp_path):
     assert "NHWC" not in err and (tmp_path / "out" / "rgb.png").is_file()
 
 
+@pytest.mark.parametrize("spec", [
+    [{"op": "gaussian_gradient_magnitude", "sigma": 1.0}],  # 0..45 on the photo: a Sobel's recipe gave grey
+    [{"op": "sobel", "axis": 0}],
+    [{"op": "to_float"}, {"op": "laplace"}],  # after to_float, normalize divides by 1, not 255
+])
+def test_a_float_result_out_of_range_gets_a_normalize_that_fits_it(spec, samples, tmp_path):
+    """The refusal of a derivative's result suggests the normalize stage that maps this
+    file's values onto [0, 1], whatever the op; the spec ending with it writes the file,
+    using the range (not a grey band of it)."""
+    code, _, err = run("run", json.dumps(spec), samples / "chelsea.jpg", tmp_path / "o.png")
+    assert code == 2 and err.startswith(f"error: {samples / 'chelsea.jpg'}: the result holds "), err
+    stage = json.loads(err.split("such as ", 1)[1].split("}, which", 1)[0] + "}")
+    assert stage["op"] == "normalize"
+    code, _, err = run("run", json.dumps(spec + [stage]), samples / "chelsea.jpg", tmp_path / "o.png")
+    assert code == 0 and err == "", err
+    out = imgproc.load_image(tmp_path / "o.png")
+    assert out.max() - out.min() > 200
+
+
 def test_overwrite_replaces(noisy, tmp_path):
     out = tmp_path / "o.png"
     out.write_bytes(b"old")
