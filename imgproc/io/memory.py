@@ -68,8 +68,17 @@ def parse_size(text: str) -> int | None:
 
 
 def format_size(n: int) -> str:
-    """``1.5 GiB``, ``300 MiB``."""
-    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+    """A size in the largest binary unit it reaches, never rounded to 0: ``--max-memory 1K``
+    was said as "0 MiB".
+
+    >>> format_size(1610612736), format_size(300 << 20), format_size(1536 << 10), format_size(1024), format_size(100)
+    ('1.5 GiB', '300 MiB', '1.5 MiB', '1 KiB', '100 bytes')
+    """
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f} {unit}" if unit == "GiB" else f"{value:.{0 if value >= 10 else 1}f} {unit}".replace(".0 ", " ")
+    return f"{n} byte{'s' * (n != 1)}"
 
 
 def estimate(width: int, height: int, channels: int, sample_bytes: int, work_bytes_per_value: float) -> int:

@@ -99,6 +99,11 @@ def test_max_memory_option(tmp_path, bombs):
         f"error: {bombs / 'png_zlib_bomb.png'}: 9400x9500x1 needs about 1.6 GiB to decode and process, over "
         "--max-memory 300 MiB; raise --max-memory to allow it"]
     assert not (tmp_path / "o.png").exists()
+    # a limit under a MiB is said in its own unit (it was "over --max-memory 0 MiB")
+    for given, said in (("1K", "1 KiB"), ("1000", "1000 bytes"), ("1.5K", "1.5 KiB")):
+        r = subprocess.run([EXE, "blur", bombs / "good.png", tmp_path / "o.png", "--max-memory", given],
+                           capture_output=True, text=True)
+        assert r.returncode == 65 and f"over --max-memory {said}; raise" in r.stderr, r.stderr
     assert memory.parse_size("512M") == 512 << 20 and memory.parse_size("0") is None
     assert memory.default_max_memory() == int(memory.physical_memory() * memory.DEFAULT_FRACTION)
 
