@@ -30,7 +30,7 @@ from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
 from imgproc.io.loader import check_float_scale, read_image
 from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
-from imgproc.io.run_options import RunOptions
+from imgproc.io.run_options import RunOptions, output_extension
 
 
 @dataclasses.dataclass
@@ -491,17 +491,28 @@ class _Failures:
             raise _Stop(code, "stopped at the first failure (--fail-fast)")
 
 
+def collision_hint(job: Job, opts: RunOptions) -> str:
+    """What to do about two inputs with one output: ``rename one``, and ``or drop
+    --format`` only when the outputs without ``--format`` differ (``a.jpg``, ``a.png``
+    with ``--format png``; not ``a.gif``, ``a.png``: a GIF input is written as PNG
+    anyway, which is then said)."""
+    if opts.out_format is not None and output_extension(job.src) != output_extension(job.collides_with):
+        return f"rename one or drop --format (it gives both {opts.out_format})"
+    converted = next((p for p in (job.src, job.collides_with) if output_extension(p) != p.suffix), None)
+    if converted is None:
+        return "rename one"
+    also = " without --format too:" if opts.out_format is not None else ""
+    return f"rename one ({also} a {converted.suffix} input is written as {output_extension(converted)})".replace("( ", "(")
+
+
 def jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:
     """The jobs left once collisions and outputs that are the input are refused and
     existing outputs are skipped (without ``overwrite``)."""
     todo = []
     for job in jobs:
         if job.collides_with is not None:
-            hint = (f"rename one or drop --format (it gives both {opts.out_format})"
-                    if opts.out_format is not None and job.src.suffix.lower() != job.collides_with.suffix.lower()
-                    else "rename one")
-            report.error(job.src, f"its output {job.dst} is also the output of {job.collides_with}; {hint}",
-                         OutputError.exit_code)
+            report.error(job.src, f"its output {job.dst} is also the output of {job.collides_with}; "
+                                  f"{collision_hint(job, opts)}", OutputError.exit_code)
         elif same_file(job.src, job.dst):
             report.error(job.dst, "is the input file itself; choose another output", OutputError.exit_code)
         elif job.dst.exists() and not opts.overwrite:

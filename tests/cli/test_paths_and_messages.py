@@ -199,15 +199,20 @@ def test_output_names_keep_the_extension_spelling(tmp_path):
 
 
 @pytest.mark.parametrize("names, options, hint, not_hint", [
-    (["a.gif", "a.png"], [], "rename one", "--format"),
-    (["a.jpg", "a.png"], ["--format", "png"], "drop --format", None),
+    (["a.gif", "a.png"], [], "; rename one (a .gif input is written as .png)", "--format"),
+    (["a.jpg", "a.png"], ["--format", "png"], "; rename one or drop --format (it gives both .png)", None),
+    # dropping --format would not help: a GIF is written as PNG anyway (it was advised)
+    (["a.gif", "a.png"], ["--format", "png"], "; rename one (without --format too: a .gif input is written as .png)",
+     "drop --format"),
+    (["a.jpg", "sub/a.jpg"], ["--format", "png"], "; rename one", "drop --format"),
 ])
 def test_collision_message_fits_the_options(names, options, hint, not_hint, tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     for name in names:
+        (src / name).parent.mkdir(exist_ok=True)
         small(src / name)
-    code, _, err = run("blur", src, tmp_path / "out", *options)
+    code, _, err = run("blur", *(src / name for name in names), tmp_path / "out", *options)
     assert code == 1
     line = next(line for line in err.splitlines() if "is also the output of" in line)
     assert hint in line and (not_hint is None or not_hint not in line)
