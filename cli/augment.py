@@ -114,6 +114,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     from imgproc.errors import ImgprocError, OutputError, OutputExistsError
 
     from imgproc.io.folder_plan import check_folder_name
+    from imgproc.io.loader import read_image
     from imgproc.cli._process import load_spec
     from imgproc.io.folder_runner import alpha_dropped, alpha_plan, save_spec_result, spec_max_value, split_alpha
 
@@ -143,7 +144,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
         if not todo:  # a re-run: every variant of this image is there already
             continue
         try:
-            image = imgproc.load_image(src)
+            image = read_image(src, options={})[0]  # augment has no --allow-truncated, --max-pixels: not suggested
             colour, alpha, flat = split_alpha(image)
             colour = colour[..., 0] if flat else colour
             variants = _augment_colour(pipe, colour, src, key=key, first_index=i * count, count=count, alpha=alpha)

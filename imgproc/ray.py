@@ -273,12 +273,12 @@ class _Compute:
 
     def _decode(self, i, row):
         from imgproc.io.folder_runner import Decoded, memory_check, split_alpha
-        from imgproc.io.loader import check_float_scale, decode_bytes
+        from imgproc.io.loader import COMMAND_LINE_OPTIONS, check_float_scale, decode_bytes
 
         notes = []
         arr, info = decode_bytes(bytes(row["data"]), row["src"], max_pixels=self.opts.max_pixels,
                                  allow_truncated=self.opts.allow_truncated, memory_check=memory_check(self.opts),
-                                 warn=lambda path, message: notes.append(message))
+                                 warn=lambda path, message: notes.append(message), options=COMMAND_LINE_OPTIONS)
         check_float_scale(arr, row["src"])  # as the plain run's decode stage
         job = _job(row)
         job.rel = str(i)  # where the row is in this batch

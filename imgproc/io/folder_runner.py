@@ -28,7 +28,7 @@ from imgproc.io import memory
 from imgproc.io.codec import same_file, save_image, temp_files_for
 from imgproc.io.folder_plan import Job
 from imgproc.io.interrupts import INTERRUPTS
-from imgproc.io.loader import check_float_scale, read_image
+from imgproc.io.loader import COMMAND_LINE_OPTIONS, check_float_scale, read_image
 from imgproc.io.native_stderr import LOCK as NATIVE_STDERR_LOCK
 from imgproc.io.run_options import RunOptions, output_extension
 
@@ -160,6 +160,7 @@ class DecodeStage:
     def _decode(self, job: Job) -> Decoded:
         notes = []
         arr, info = read_image(job.src, max_pixels=self.opts.max_pixels, allow_truncated=self.opts.allow_truncated,
+                               options=COMMAND_LINE_OPTIONS,
                                warn=lambda path, message: notes.append(message), memory_check=memory_check(self.opts))
         check_float_scale(arr, job.src)
         return Decoded(job, *split_alpha(arr), info, notes)

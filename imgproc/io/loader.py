@@ -68,6 +68,8 @@ from imgproc.io.reasons import explain
 
 __all__ = [
     "ALLOWED_FORMATS",
+    "COMMAND_LINE_OPTIONS",
+    "PYTHON_OPTIONS",
     "DEFAULT_MAX_PIXELS",
     "check_float_scale",
     "ImageInfo",
@@ -209,8 +211,16 @@ def _pillow_limit(max_pixels: int):
             Image.MAX_IMAGE_PIXELS = old
 
 
+# How a message names the options that would change its outcome: as the caller spells them.
+# Python (load_image, decode_image: the default) takes keyword arguments; the command line
+# (imgproc/io/folder_runner.py, imgproc.ray) passes COMMAND_LINE_OPTIONS. A name missing
+# from the mapping (imgproc augment, which has neither option) is not suggested.
+PYTHON_OPTIONS = {"allow_truncated": "allow_truncated=True", "max_pixels": "max_pixels"}
+COMMAND_LINE_OPTIONS = {"allow_truncated": "--allow-truncated", "max_pixels": "--max-pixels"}
+
+
 def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: bool = False,
-               formats=ALLOWED_FORMATS, warn=None, memory_check=None):
+               formats=ALLOWED_FORMATS, warn=None, memory_check=None, options=PYTHON_OPTIONS):
     """Read an image file defensively: ``(array, ImageInfo)``.
 
     Args:
@@ -223,6 +233,9 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
         memory_check: ``memory_check(path, width, height, channels, sample_bytes)``,
             called once the header is read and before any pixel is decoded; it raises
             to refuse the image (the command's ``--max-memory``, :mod:`imgproc.io.memory`).
+        options: how messages spell the options that would help (``pass
+            allow_truncated=True``): :data:`PYTHON_OPTIONS`, or :data:`COMMAND_LINE_OPTIONS`
+            for the command line (``pass --allow-truncated``).
 
     Raises:
         InputError: missing, a folder, or unreadable (exit code 66).
@@ -230,7 +243,7 @@ def read_image(path, *, max_pixels: int = DEFAULT_MAX_PIXELS, allow_truncated: b
     """
     data = read_file_bytes(path, max_pixels=max_pixels)
     return decode_bytes(data, Path(path), max_pixels=max_pixels, allow_truncated=allow_truncated, formats=formats,
-                        warn=warn, memory_check=memory_check)
+                        warn=warn, memory_check=memory_check, options=options)
 
 
 def read_file_bytes(path, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes:
@@ -318,7 +331,8 @@ def _check_unchanged(before, after, read: int, path):
 
 
 def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS,
-                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None, memory_check=None):
+                 allow_truncated: bool = False, formats=ALLOWED_FORMATS, warn=None, memory_check=None,
+                 options=PYTHON_OPTIONS):
     """Decode ``data`` (a whole image file) like :func:`read_image`; ``path`` names it in
     messages."""
     notes: list[str] = []
@@ -348,7 +362,8 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
     try:
         with library_log() as logged:  # Pillow's plugins log some problems instead of warning
             try:
-                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check)
+                arr, info = _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check,
+                                    options)
             finally:
                 said.extend(f"Pillow: {m}" for m in logged)
         for m in dict.fromkeys(logged):
@@ -360,7 +375,8 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
     except MemoryError:
         raise InvalidImageError(path, "not enough memory to decode it") from None
     except Image.DecompressionBombError:
-        raise InvalidImageError(path, f"too many pixels (over the limit of {max_pixels}); raise --max-pixels") from None
+        raise InvalidImageError(path, f"too many pixels (over the limit of {max_pixels})"
+                                      + _suggest(options, "max_pixels", "; raise {}")) from None
     except RecursionError:
         raise InvalidImageError(path, f"cannot decode {fmt} (nested too deeply)") from None
     except Exception as e:  # noqa: BLE001 - Pillow's plugins raise many kinds on bad bytes
@@ -372,9 +388,16 @@ def decode_bytes(data: bytes, path="<bytes>", *, max_pixels: int = DEFAULT_MAX_P
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         if "truncated" in msg.lower() or "premature end" in msg.lower():
             if not allow_truncated and _truncated_decode_works(data, fmt, max_pixels):
-                raise InvalidImageError(path, f"truncated {fmt} file ({msg}); pass --allow-truncated to decode what is there") from None
+                raise InvalidImageError(path, f"truncated {fmt} file ({msg})" + _suggest(
+                    options, "allow_truncated", "; pass {} to decode what is there")) from None
             raise InvalidImageError(path, f"truncated {fmt} file ({msg})" + _native_suffix(said)) from None
         raise InvalidImageError(path, f"cannot decode {fmt} ({msg}{_native_suffix(said, ';')})") from None
+
+
+def _suggest(options, name: str, template: str) -> str:
+    """``template`` with the caller's spelling of option ``name`` (:data:`PYTHON_OPTIONS`),
+    or nothing where the caller has no such option."""
+    return template.format(options[name]) if name in options else ""
 
 
 def _native_suffix(said, sep=" (") -> str:
@@ -386,7 +409,7 @@ def _native_suffix(said, sep=" (") -> str:
 
 
 def _truncated_decode_works(data, fmt, max_pixels) -> bool:
-    """Whether --allow-truncated would get pixels out of this file (so suggesting it helps)."""
+    """Whether allowing truncation would get pixels out of this file (so suggesting it helps)."""
     try:
         with library_log():
             _decode(data, "<retry>", fmt, max_pixels, True, lambda m: None, [], [])
@@ -395,7 +418,8 @@ def _truncated_decode_works(data, fmt, max_pixels) -> bool:
         return False
 
 
-def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check=None):
+def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, memory_check=None,
+            options=PYTHON_OPTIONS):
     # Pillow reports corrupt EXIF (read while opening a JPEG) with a UserWarning, not an
     # exception: record warnings while reading the header and the metadata instead of
     # letting them reach stderr. catch_warnings is process-wide, hence the lock (the
@@ -408,7 +432,8 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, mem
         if w < 1 or h < 1:
             raise InvalidImageError(path, f"empty image ({w}x{h})")
         if w * h > max_pixels:
-            raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels}); raise --max-pixels to allow it")
+            raise InvalidImageError(path, f"too many pixels ({w}x{h} = {w * h} > {max_pixels})"
+                                          + _suggest(options, "max_pixels", "; raise {} to allow it"))
         if fmt == "JPEG":
             _check_jpeg_scan_length(data, path, w, h)
         if memory_check is not None:
@@ -431,7 +456,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, mem
     if channels and fmt == "PNG":
         # Pillow decodes first (at 8 bits, pure Python + zlib, silent) so that a corrupt
         # or truncated file is judged exactly as the 8-bit path judges it
-        _load(img, path, fmt, allow_truncated, note, said)
+        _load(img, path, fmt, allow_truncated, note, said, options)
         arr, messages = decode_png16(data, path, channels)
     elif channels:
         arr, messages = decode_tiff16(data, path, channels, img.size)
@@ -439,7 +464,7 @@ def _decode(data, path, fmt, max_pixels, allow_truncated, note, notes, said, mem
         for m in messages:
             note(m[:200])
     if arr is None:
-        _load(img, path, fmt, allow_truncated, note, said)
+        _load(img, path, fmt, allow_truncated, note, said, options)
         arr, icc = _to_array(img, path, img.info.get("icc_profile") or None, note)
         if fmt == "TIFF" and img.mode.startswith("I;16") and _tiff_min_is_white(img):
             arr = 65535 - arr  # Pillow inverts min-is-white at 8 bits but not at 16: one rule
@@ -463,7 +488,7 @@ def _info(fmt, exif, icc, notes, frames):
     return ImageInfo(format=fmt, exif=exif, icc_profile=icc, warnings=list(notes), frames=frames)
 
 
-def _load(img, path, fmt, allow_truncated, note, said):
+def _load(img, path, fmt, allow_truncated, note, said, options=PYTHON_OPTIONS):
     """Pillow's decode. For TIFF (libtiff prints on fd 2) what libtiff says is captured:
     it goes into ``said`` (for the error's reason) and, when the decode succeeds, into
     one warning."""
@@ -490,7 +515,7 @@ def _load(img, path, fmt, allow_truncated, note, said):
         if problems:
             note(("corrupt TIFF tags ignored (" + "; ".join(problems))[:196] + ")")
     if truncated:
-        note(f"truncated {fmt} file: decoded what was there (--allow-truncated)")
+        note(f"truncated {fmt} file: decoded what was there" + _suggest(options, "allow_truncated", " ({})"))
 
 
 def _load_pixels(img, allow_truncated) -> bool:

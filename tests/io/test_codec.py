@@ -98,12 +98,42 @@ def test_more_bytes_than_the_pixel_limit_allows_are_refused_unread():
 
 def test_truncated_bytes_refused_unless_allowed(corpus):
     data = corpus["jpeg_truncated.jpg"].read_bytes()
-    with pytest.raises(InvalidImageError, match="pass --allow-truncated"):
+    with pytest.raises(InvalidImageError, match=r"pass allow_truncated=True to decode"):  # Python's spelling
         imgproc.decode_image(data)
     arr, warned = _warned(imgproc.decode_image, data, allow_truncated=True)
     ref, warned_file = _warned(imgproc.load_image, corpus["jpeg_truncated.jpg"], allow_truncated=True)
     np.testing.assert_array_equal(arr, ref)
     assert warned == warned_file and any("truncated JPEG" in w for w in warned)
+
+
+def test_messages_name_the_options_as_the_caller_spells_them(corpus, tmp_path):
+    """From Python the fix is a keyword argument (allow_truncated=True, max_pixels), on the
+    command line an option (--allow-truncated, --max-pixels); imgproc augment has neither,
+    so nothing is suggested there. load_image said "pass --allow-truncated"."""
+    from click.testing import CliRunner
+
+    from imgproc.cli import cli
+
+    cut = corpus["jpeg_truncated.jpg"]
+    with pytest.raises(InvalidImageError, match=r"; pass allow_truncated=True to decode what is there$"):
+        imgproc.load_image(cut)
+    _, warned = _warned(imgproc.load_image, cut, allow_truncated=True)
+    assert any(w.endswith("decoded what was there (allow_truncated=True)") for w in warned), warned
+    with pytest.raises(InvalidImageError, match=r"\); raise max_pixels to allow it$"):
+        imgproc.load_image(SAMPLES / "chelsea.jpg", max_pixels=100)
+
+    def cli_error(*args):
+        r = CliRunner().invoke(cli, [str(a) for a in args])
+        return r.exit_code, r.stderr
+
+    code, err = cli_error("blur", cut, tmp_path / "o.png")
+    assert code == 65 and err.endswith("; pass --allow-truncated to decode what is there\n"), err
+    code, err = cli_error("blur", cut, tmp_path / "o.png", "--allow-truncated")
+    assert code == 0 and err.endswith("decoded what was there (--allow-truncated)\n"), err
+    code, err = cli_error("blur", SAMPLES / "chelsea.jpg", tmp_path / "p.png", "--max-pixels", 100)
+    assert code == 65 and err.endswith("); raise --max-pixels to allow it\n"), err
+    code, err = cli_error("augment", cut, tmp_path / "aug", "--spec", '[{"op": "random_flip_left_right"}]')
+    assert code == 65 and "truncated JPEG file" in err and "allow" not in err, err
 
 
 def test_truncated_refused_while_another_thread_decodes_one_allowed(corpus):
@@ -138,7 +168,7 @@ def test_truncated_refused_while_another_thread_decodes_one_allowed(corpus):
         finally:
             ImageFile.LOAD_TRUNCATED_IMAGES = False
     t.join(10)
-    assert len(outcome) == 1 and "pass --allow-truncated" in outcome[0]
+    assert len(outcome) == 1 and "pass allow_truncated=True" in outcome[0]
 
 
 def test_bytes_like_inputs_and_wrong_types():
