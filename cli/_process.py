@@ -11,7 +11,7 @@ from pathlib import Path
 
 from imgproc.cli._report import OneFileReport, Reporter
 from imgproc.errors import InputError
-from imgproc.io.folder_plan import check_paths, is_folder_run, plan_file, plan_folder
+from imgproc.io.folder_plan import check_paths, is_folder_run, plan_file, plan_folder, removed_if_left_empty
 from imgproc.io.folder_runner import run_jobs
 from imgproc.io.run_options import RunOptions
 
@@ -32,10 +32,12 @@ def process(pipeline, opts: RunOptions, *, key=None) -> int:
 
         raise click.UsageError("--ray-address needs --engine ray")
     if opts.engine == "ray":
-        return _process_on_ray(pipeline, opts, key=key)
+        with removed_if_left_empty(opts.output):  # when it was created for a run that wrote nothing
+            return _process_on_ray(pipeline, opts, key=key)
     if is_folder_run(opts):
-        jobs = plan_folder(opts)
-        return run_jobs(pipeline, jobs, opts, Reporter(len(jobs), opts), key=key)
+        with removed_if_left_empty(opts.output):
+            jobs = plan_folder(opts)
+            return run_jobs(pipeline, jobs, opts, Reporter(len(jobs), opts), key=key)
     job = plan_file(opts)
     one = dataclasses.replace(opts, fail_fast=True)
     return run_jobs(pipeline, [job], one, OneFileReport(one), key=key, raise_unexpected=True)

@@ -113,7 +113,7 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     import imgproc
     from imgproc.errors import ImgprocError, OutputError, OutputExistsError
 
-    from imgproc.io.folder_plan import check_folder_name
+    from imgproc.io.folder_plan import check_folder_name, removed_if_left_empty
     from imgproc.io.loader import read_image
     from imgproc.cli._process import load_spec
     from imgproc.io.folder_runner import alpha_dropped, alpha_plan, save_spec_result, spec_max_value, split_alpha
@@ -125,6 +125,8 @@ def augment(ctx, input, outdir, spec, count, seed, quality, overwrite, no_sheet)
     check_folder_name(out, "OUTDIR", "augment writes its variants into")
     if out.exists() and not out.is_dir():
         raise OutputError(out, "exists and is not a folder")
+    # a folder this command creates is removed again if nothing was written in it (every input failed)
+    ctx.with_resource(removed_if_left_empty(out))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

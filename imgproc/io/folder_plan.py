@@ -8,6 +8,7 @@ output before any work is done and raise :class:`imgproc.errors.ImgprocError` (o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import os
@@ -137,11 +138,13 @@ def plan_file(opts: RunOptions) -> Job:
 
 def _sources(opts: RunOptions, out: Path) -> list[tuple[Path, Path]]:
     """(input file, its path relative to its base) for every IN, in the order given; a
-    folder or glob IN gives its files sorted."""
+    folder or glob IN gives its files sorted. Among several IN, one that is neither a
+    folder nor a glob is a file job even when it is missing or unreadable: the run reports
+    it as failed (66) and does the others, as for a bad file in a folder."""
     found = []
     for input in opts.inputs or (opts.input,):
         p = Path(input)
-        if len(opts.inputs) > 1 and p.is_file():
+        if len(opts.inputs) > 1 and not p.is_dir() and not _is_glob(input):
             found.append((p, Path(p.name)))
             continue
         if not p.is_dir() and not _is_glob(input):
@@ -179,6 +182,36 @@ def plan_folder(opts: RunOptions) -> list[Job]:
             jobs.append(job)
     check_output_folder(out)
     return jobs
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(out):
+    """Run the block; afterwards, when the block created the folder ``out`` (and any
+    missing folders above it) and it holds no file, remove those folders again: a run
+    that wrote nothing (every input failed, ``--fail-fast`` at the first, Ctrl-C) leaves
+    no empty output folder behind. Only empty folders are removed (``os.rmdir``), so a
+    file written meanwhile, by this run or another, keeps its folder."""
+    out = Path(os.path.abspath(out))
+    top = None  # the highest folder that does not exist yet
+    p = out
+    while not os.path.lexists(p) and p != p.parent:
+        top, p = p, p.parent
+    try:
+        yield
+    finally:
+        if top is not None and out.is_dir():
+            for folder, _, _ in sorted(os.walk(out), key=lambda w: -len(w[0])):  # the deepest first
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    pass
+            p = out.parent
+            while top in (p, *p.parents):
+                try:
+                    os.rmdir(p)
+                except OSError:
+                    break
+                p = p.parent
 
 
 def check_output_folder(out: Path):

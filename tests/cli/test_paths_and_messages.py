@@ -71,6 +71,39 @@ def test_several_inputs_into_a_folder(folder, tmp_path):
     assert code == 0 and "IN... OUT" in out
 
 
+def test_a_missing_input_among_several_fails_alone(folder, tmp_path):
+    """Several IN is a folder run (docs/cli.md): a missing one is reported as failed and
+    the others are done (it used to stop the run with 66 before a.png was processed)."""
+    missing = tmp_path / "missing.jpg"
+    code, _, err = run("blur", folder / "a.png", missing, folder / "b.png", tmp_path / "od1")
+    assert code == 1, err
+    assert listing(tmp_path / "od1") == ["a.png", "b.png"]
+    assert f"error: {missing}: no such file" in err.splitlines()
+    assert "summary: 2 written, 0 skipped (output exists), 1 failed, of 3" in err
+    code, _, err = run("blur", folder / "a.png", missing, tmp_path / "od2", "--fail-fast", "-q")
+    assert code == 66 and f"error: {missing}: no such file" in err, err
+
+
+@pytest.mark.parametrize("options", [["--fail-fast"], []])
+def test_a_run_that_writes_nothing_leaves_no_folder(options, folder, tmp_path):
+    """The output folder (and folders above it) that a run created is removed when nothing
+    was written in it; one that was there before stays."""
+    text = tmp_path / "notimage.jpg"
+    text.write_text("hello")
+    code, _, err = run("blur", text, tmp_path / "missing.jpg", tmp_path / "new" / "deeper" / "od", *options)
+    assert code == (65 if options else 1), err
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "there").mkdir()
+    assert run("blur", text, tmp_path / "missing.jpg", tmp_path / "there", *options)[0] == code
+    assert (tmp_path / "there").is_dir() and listing(tmp_path / "there") == []
+    # augment too: every input failed
+    code, _, err = run("augment", text, tmp_path / "aug", "--spec", '[{"op": "random_flip_left_right"}]')
+    assert code == 65 and not (tmp_path / "aug").exists(), err
+    # a run that wrote something keeps its folder
+    code, _, err = run("blur", text, folder / "a.png", tmp_path / "kept", *options)
+    assert (tmp_path / "kept").is_dir() or options, err
+
+
 # -- 10. --seed for random specs; imgproc ops --------------------------------------------------
 
 def test_run_random_spec_with_seed_and_key_rule(folder, tmp_path):
