@@ -2,7 +2,8 @@
 
 * :class:`DecodeStage` reads input files in a thread pool, a bounded window ahead;
 * :class:`BatchStage` groups decoded images of one shape and dtype into batches and runs
-  the pipeline on each (an alpha channel is split off first and carried over);
+  the pipeline on each (an alpha channel is split off first, moved by the geometric
+  stages as a mask target and put back: :func:`alpha_plan`);
 * :class:`WriteStage` saves results atomically in a thread pool.
 
 :func:`run_jobs` drives them, so decoding, computing and encoding overlap, and turns each
