@@ -44,8 +44,8 @@ def check_options(ctx, method):
     if unused:
         default = " (the default)" if ctx.get_parameter_source("method") in (ParameterSource.DEFAULT,
                                                                              ParameterSource.DEFAULT_MAP) else ""
-        raise ValueError(f"--method {method}{default} does not use {'this option' if len(unused) == 1 else 'these options'}: "
-                         + "; ".join(unused))
+        what = "this option" if len(unused) == 1 else "these options"
+        raise ValueError(f"--method {method}{default} does not use {what}: " + "; ".join(unused))
 
 
 def build(method, *, noise_sigma=None, sigma=1.0, size=None, sharpen=True, mode="reflect"):

@@ -120,7 +120,8 @@ def call_with_alpha(pipeline, images, alphas, plan, **kwargs):
     as given (the caller keeps or drops them)."""
     if plan != ALPHA_MOVED or all(a is None for a in alphas):
         return pipeline(images, **kwargs), list(alphas)
-    masks = [np.zeros(np.shape(x)[:2], np.asarray(x).dtype) if a is None else a[:, :, 0] for x, a in zip(images, alphas)]
+    masks = [np.zeros(np.shape(x)[:2], np.asarray(x).dtype) if a is None else a[:, :, 0]
+             for x, a in zip(images, alphas)]
     if isinstance(images, list):
         out, moved = pipeline(images, targets=[{"masks": m} for m in masks], **kwargs)
         moved = [np.asarray(t["masks"]) for t in moved]
@@ -302,8 +303,9 @@ def cannot_process(error, colour, alpha) -> ValueError:
     kind = {1: "grey", 3: "RGB"}.get(c, f"{c}-channel")
     if alpha is not None:
         kind = {1: "grey + alpha", 3: "RGBA"}.get(c, kind + " + alpha")
-    image = f"{'an' if kind.startswith('RGB') else 'a'} {w}x{h} {kind} image" + ("" if alpha is None else " (its alpha is set aside: the ops see "
-                                                                      f"{c} channel{'s' * (c != 1)})")
+    image = f"{'an' if kind.startswith('RGB') else 'a'} {w}x{h} {kind} image"
+    if alpha is not None:
+        image += f" (its alpha is set aside: the ops see {c} channel{'s' * (c != 1)})"
     reason = re.sub(r"got shape \([0-9, ]*\) with layout '\w+'", f"got {image}", str(error))
     out = ValueError(f"cannot process ({reason})")
     out.__cause__ = error
@@ -346,8 +348,8 @@ def float_result_advice(low: float, high: float, max_value=None) -> str:
     -1020..1020, a Gaussian gradient magnitude's 0..35 on a photo, where a Sobel's
     fixed recipe gave grey); ``max_value`` None: said in words.
 
-    >>> print(float_result_advice(0.0023, 45.17, 255.0).split("such as ")[1])
-    {"op": "normalize", "mean": 0, "std": 0.18}, which maps this file's 0.0023..45.2 onto [0, 1] (normalize computes (x / 255 - mean) / std; other files may need a wider range)
+    >>> print(float_result_advice(0.0023, 45.17, 255.0).split("such as ")[1].split(" (")[0])
+    {"op": "normalize", "mean": 0, "std": 0.18}, which maps this file's 0.0023..45.2 onto [0, 1]
     """
     import math
 
@@ -505,8 +507,8 @@ def collision_hint(job: Job, opts: RunOptions) -> str:
     converted = next((p for p in (job.src, job.collides_with) if output_extension(p) != p.suffix), None)
     if converted is None:
         return "rename one"
-    also = " without --format too:" if opts.out_format is not None else ""
-    return f"rename one ({also} a {converted.suffix} input is written as {output_extension(converted)})".replace("( ", "(")
+    also = "without --format too: " if opts.out_format is not None else ""
+    return f"rename one ({also}a {converted.suffix} input is written as {output_extension(converted)})"
 
 
 def jobs_to_do(jobs, opts: RunOptions, report) -> list[Job]:

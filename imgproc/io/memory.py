@@ -77,7 +77,9 @@ def format_size(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             value = n / size
-            return f"{value:.1f} {unit}" if unit == "GiB" else f"{value:.{0 if value >= 10 else 1}f} {unit}".replace(".0 ", " ")
+            if unit == "GiB":
+                return f"{value:.1f} GiB"
+            return f"{value:.{0 if value >= 10 else 1}f} {unit}".replace(".0 ", " ")
     return f"{n} byte{'s' * (n != 1)}"
 
 

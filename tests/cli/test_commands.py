@@ -145,8 +145,9 @@ def test_alpha_follows_a_random_augment_and_is_dropped_only_by_ops_that_cannot_m
                        "--no-sheet")
     assert code == 0 and "warning" not in err, err
     import jax
+    masks = np.repeat(image[None, ..., 3], 3, 0)
     colour, moved = imgproc.Pipeline(spec)(np.repeat(image[None, ..., :3], 3, 0), key=jax.random.key(0),
-                                           indices=np.arange(3), targets={"masks": np.repeat(image[None, ..., 3], 3, 0)})
+                                           indices=np.arange(3), targets={"masks": masks})
     for k in range(3):
         out = imgproc.load_image(tmp_path / "aug" / f"strip_{k:03d}.png")
         np.testing.assert_array_equal(out[..., :3], np.asarray(colour[k]))
