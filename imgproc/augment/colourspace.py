@@ -8,7 +8,8 @@ Like scikit-image, the RGB side is in [0, 1]: an RGB input is divided by ``max_v
 (``lab_to_rgb`` clips to it, as skimage does). YCbCr and Lab values are float32 in
 skimage's units (Y in [16, 235], Cb and Cr in [16, 240]; full range: Y in [0, 255], Cb
 and Cr in [0.5, 255.5], 128 ± 127.5, pure blue's Cb and pure red's Cr 255.5 where
-Pillow's uint8 levels saturate at 255; L in [0, 100]). They are conversions, not
+Pillow's uint8 levels saturate at 255; L in [0, 100]). A float64 input gives float64
+(computed in float32, the library's rule for float64). They are conversions, not
 pipeline stages (a stage keeps the value range).
 """
 

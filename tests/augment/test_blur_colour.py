@@ -80,6 +80,8 @@ CONVERSIONS = [
     ("rgb_to_lab_uint16", imgproc.rgb_to_lab, skc.rgb2lab, X16, 2e-4),
     ("rgb_to_lab_max_value", lambda x, **o: imgproc.rgb_to_lab(x, max_value=4095, **o),
      lambda x: skc.rgb2lab(x / 4095), X16 >> 4, 2e-4),
+    # float64, scikit-image's own float input: float64 out (computed in float32), the library's rule
+    ("rgb_to_lab_float64", imgproc.rgb_to_lab, skc.rgb2lab, X / 255.0, 2e-4),
     ("lab_to_rgb", imgproc.lab_to_rgb, skc.lab2rgb, skc.rgb2lab(X).astype(np.float32), 1e-5),
     ("lab_to_rgb_out_of_gamut", imgproc.lab_to_rgb, skc.lab2rgb,
      RNG.uniform([0, -120, -120], [100, 120, 120], (12, 14, 3)).astype(np.float32), 1e-5),
@@ -92,7 +94,7 @@ def test_colour_spaces_match_skimage(name, ours, ref, x, atol):
         warnings.simplefilter("ignore")  # skimage warns about clipped negative Z
         expected = ref(x)
     y = np.asarray(ours(x))
-    assert y.dtype == np.float32
+    assert y.dtype == (np.float64 if x.dtype == np.float64 else np.float32)
     np.testing.assert_allclose(y, expected, atol=atol, rtol=1e-5)
     batch = np.asarray(ours(np.stack([x, x[::-1]])))
     np.testing.assert_allclose(batch[1], y[::-1], atol=atol)
