@@ -57,17 +57,15 @@ def _equivalent_offsets(d: np.ndarray, n: int, mode: str) -> np.ndarray:
     ``[0, n)``: the extensions repeat with a period (wrap ``n``, reflect ``2n``, mirror
     ``2n - 2``), and past ``n - 1`` (``nearest``: the edge) or ``n`` (``constant``: cval)
     every position reads the same value."""
-    if mode == "nearest":
-        return np.clip(d, -(n - 1), n - 1)
     if mode == "constant":
         return np.clip(d, -n, n)
+    if mode == "nearest" or n == 1:  # one sample: every offset reads it
+        return np.clip(d, -(n - 1), n - 1)
     if mode == "wrap":
         return (d + n // 2) % n - n // 2
     if mode == "reflect":
         return (d + n) % (2 * n) - n
-    if n == 1:  # mirror
-        return np.zeros_like(d)
-    return (d + n - 1) % (2 * n - 2) - (n - 1)
+    return (d + n - 1) % (2 * n - 2) - (n - 1)  # mirror
 
 
 def folded_taps(weights, n: int, axis: int, mode: str):
