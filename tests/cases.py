@@ -30,6 +30,14 @@ class Case:
     separable: bool = False  # has a single separable term: every lowering applies
     float_out: bool = False  # float32 out for every input dtype (the derivative filters)
 
+
+def derivative(name: str, op: str, *args, **options) -> Case:
+    """A derivative filter's case: ``imgproc.<op>`` against ``scipy.ndimage.<op>`` with the
+    same arguments (float32 out)."""
+    return Case(name, lambda x, **o: getattr(imgproc, op)(x, *args, **options, **o),
+                lambda p, mode, cval: getattr(ndi, op)(p, *args, **options, mode=mode, cval=cval), float_out=True)
+
+
 # a weight at the centre plus an asymmetric rank-1 kernel: factor() gives the centre term
 # (applied without a pass) and one separable term
 K53_CENTRE = np.outer([0.2, -0.1, 0.4, 0.3, 0.1], [0.5, -0.3, 0.2]).astype(np.float32)
@@ -132,66 +140,21 @@ CASES = [
         lambda x, **o: imgproc.gaussian_blur(x, (0.8, 2.0), order=(2, 1), **o),
         lambda p, mode, cval: ndi.gaussian_filter(p, (0.8, 2.0), order=(2, 1), mode=mode, cval=cval),
     ),
-    Case(
-        "sobel_rows",
-        lambda x, **o: imgproc.sobel(x, 0, **o),
-        lambda p, mode, cval: ndi.sobel(p, 0, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(  # the columns' difference pass runs first in scipy: its border fix is along the rows
-        "sobel_cols",
-        lambda x, **o: imgproc.sobel(x, 1, **o),
-        lambda p, mode, cval: ndi.sobel(p, 1, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(
-        "prewitt_cols",
-        lambda x, **o: imgproc.prewitt(x, -1, **o),
-        lambda p, mode, cval: ndi.prewitt(p, -1, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(
-        "laplace",
-        lambda x, **o: imgproc.laplace(x, **o),
-        lambda p, mode, cval: ndi.laplace(p, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(  # two separable terms (rows'' and cols'' second derivatives)
-        "gaussian_laplace",
-        lambda x, **o: imgproc.gaussian_laplace(x, 1.4, **o),
-        lambda p, mode, cval: ndi.gaussian_laplace(p, 1.4, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(
-        "gaussian_gradient_magnitude",
-        lambda x, **o: imgproc.gaussian_gradient_magnitude(x, (1.0, 1.6), **o),
-        lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (1.0, 1.6), mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(  # a pair sigma (rows, cols) and truncate: radii int(2.5 * 1.6 + 0.5) = 4 and 2
-        "gaussian_laplace_per_axis_truncate",
-        lambda x, **o: imgproc.gaussian_laplace(x, (1.6, 0.8), truncate=2.5, **o),
-        lambda p, mode, cval: ndi.gaussian_laplace(p, (1.6, 0.8), truncate=2.5, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(  # the pair the other way round, and a shorter truncate: radii 2 and 3
-        "gaussian_gradient_magnitude_truncate",
-        lambda x, **o: imgproc.gaussian_gradient_magnitude(x, (0.9, 1.7), truncate=2.0, **o),
-        lambda p, mode, cval: ndi.gaussian_gradient_magnitude(p, (0.9, 1.7), truncate=2.0, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(  # scipy's -2 names the rows too
-        "sobel_rows_axis_minus2",
-        lambda x, **o: imgproc.sobel(x, -2, **o),
-        lambda p, mode, cval: ndi.sobel(p, -2, mode=mode, cval=cval),
-        float_out=True,
-    ),
-    Case(
-        "prewitt_rows_axis_minus2",
-        lambda x, **o: imgproc.prewitt(x, -2, **o),
-        lambda p, mode, cval: ndi.prewitt(p, -2, mode=mode, cval=cval),
-        float_out=True,
-    ),
+    derivative("sobel_rows", "sobel", 0),
+    # the columns' difference pass runs first in scipy: its border fix is along the rows
+    derivative("sobel_cols", "sobel", 1),
+    derivative("prewitt_cols", "prewitt", -1),
+    derivative("laplace", "laplace"),
+    # two separable terms (rows'' and cols'' second derivatives)
+    derivative("gaussian_laplace", "gaussian_laplace", 1.4),
+    derivative("gaussian_gradient_magnitude", "gaussian_gradient_magnitude", (1.0, 1.6)),
+    # a pair sigma (rows, cols) and truncate: radii int(2.5 * 1.6 + 0.5) = 4 and 2
+    derivative("gaussian_laplace_per_axis_truncate", "gaussian_laplace", (1.6, 0.8), truncate=2.5),
+    # the pair the other way round, and a shorter truncate: radii 2 and 3
+    derivative("gaussian_gradient_magnitude_truncate", "gaussian_gradient_magnitude", (0.9, 1.7), truncate=2.0),
+    # scipy's -2 names the rows too
+    derivative("sobel_rows_axis_minus2", "sobel", -2),
+    derivative("prewitt_rows_axis_minus2", "prewitt", -2),
     Case(  # 13 taps: the blur's last pass runs on its own before the combination (keep)
         "unsharp_mask_wide",
         lambda x, **o: imgproc.unsharp_mask(x, sigma=1.5, amount=1.2, **o),
