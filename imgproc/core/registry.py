@@ -32,7 +32,7 @@ from typing import Callable, Mapping
 import jax
 import numpy as np
 
-__all__ = ["KEEPS_TARGETS", "NOT_DIFFERENTIABLE", "CanvasForm", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "register_op", "resolve_targets", "register_ops",
+__all__ = ["KEEPS_TARGETS", "NOT_DIFFERENTIABLE", "CanvasForm", "LoweringHints", "OpInfo", "Stage", "TargetRule", "lookup", "range_left_by", "register_op", "resolve_targets", "register_ops",
            "registered_ops"]
 
 # OpInfo.targets of an op that changes pixel values only: boxes, masks and keypoints stay.
@@ -429,3 +429,12 @@ def _spec_value(v):
     if isinstance(v, (np.floating, np.integer)):
         return v.item()
     return v
+
+
+def range_left_by(stages):
+    """The value range (``max_value``) ``stages`` leave their result in: the last
+    ``OpInfo.out_max_value`` among them (``normalize`` and ``to_float``: 1.0), or None: the
+    input's, which a derivative filter's float32 result keeps too (its values stay in the
+    image's units)."""
+    fixed = [s.info.out_max_value for s in stages if s.info.out_max_value is not None]
+    return fixed[-1] if fixed else None

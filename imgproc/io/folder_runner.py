@@ -273,13 +273,14 @@ class BatchStage:
 def spec_max_value(pipeline, dtype) -> float:
     """The value range a stage appended to ``pipeline`` would be told on ``dtype`` input:
     the dtype's, or the last stage's ``OpInfo.out_max_value`` (1.0 after ``normalize`` or
-    ``to_float``), the rule of :func:`imgproc.pipeline.pipeline.max_value_after` (a layer
-    above this one): what a ``normalize`` ending the spec divides by
+    ``to_float``; :func:`imgproc.core.registry.range_left_by`, the rule the pipeline's
+    ``max_value_after`` follows): what a ``normalize`` ending the spec divides by
     (:func:`float_result_advice`)."""
     from imgproc.core.arrays import dtype_max
+    from imgproc.core.registry import range_left_by
 
-    fixed = [s.info.out_max_value for s in getattr(pipeline, "stages", ()) if s.info.out_max_value is not None]
-    return float(fixed[-1] if fixed else dtype_max(dtype))
+    fixed = range_left_by(getattr(pipeline, "stages", ()))
+    return float(dtype_max(dtype) if fixed is None else fixed)
 
 
 def _result(decoded: Decoded, image, alpha, dropped_by=None, max_value=None) -> Result:

@@ -48,7 +48,7 @@ from imgproc.core.array_type import callers_type
 from imgproc.core.arrays import dtype_max, spatial_axes, to_output
 from imgproc.core.images import check_image, no_check
 from imgproc.core.keys import BATCH_LAYOUTS, image_layout, stage_key
-from imgproc.core.registry import LoweringHints, Stage, register_op, registered_ops, takes
+from imgproc.core.registry import LoweringHints, Stage, range_left_by, register_op, registered_ops, takes
 from imgproc.core.validate import (LAYOUT_NDIM, check_choice, check_indices, check_key, check_layout, check_number,
                                    is_traced)
 from imgproc.cpu import IntoBuffer, host_buffer
@@ -658,8 +658,8 @@ def max_value_after(stages, count: int, dtype) -> float:
     >>> max_value_after(stages, 1, np.uint8), max_value_after(stages, 2, np.uint8)
     (255.0, 1.0)
     """
-    fixed = [s.info.out_max_value for s in stages[:count] if s.info.out_max_value is not None]
-    return fixed[-1] if fixed else dtype_max(dtype)
+    fixed = range_left_by(stages[:count])
+    return dtype_max(dtype) if fixed is None else fixed
 
 
 def _bucket_signature(images, layout, *, batch=True) -> tuple:
