@@ -124,8 +124,9 @@ def threshold_otsu(image, *, nbins=256, layout=None):
 
     Integer images are binned one bin per value, as scikit-image does (``nbins`` unused),
     so the result equals scikit-image's (uint16's 65,536 levels: the counts go to the host
-    for the last step, :func:`otsu_of_levels`, a callback inside ``jit`` too); float images in ``nbins`` bins between their
-    minimum and maximum (``np.histogram``), computed in float32: a value on a bin edge may
+    for the last step, :func:`otsu_of_levels`, a callback inside ``jit`` too); float
+    images in ``nbins`` bins between their minimum and maximum (``np.histogram``),
+    computed in float32: a value on a bin edge may
     fall in the next bin, which can move the result by one bin. A constant image gives its
     value (scikit-image's rule). Pixels ``> threshold`` are the foreground.
 
