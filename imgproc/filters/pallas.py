@@ -164,6 +164,8 @@ def correlate_fused(x, col, row, *, mode: str, cval, interpret: bool):
     xp = xp.reshape(b, h + 2 * ry, (w + 2 * rx) * ch)
     xp = jnp.pad(xp, ((0, 0), (0, rows_out - h), (0, cols_out - cols + width - xp.shape[2])))
     col_taps, row_taps = terms_1d(c), terms_1d(r)
+    if not col_taps[1] or not row_taps[1]:  # every weight 0 (a derivative folded onto a 1-pixel side)
+        return jnp.zeros(x.shape, jnp.float32)
     kernel = _kernel((b, rows_out, cols_out), col_taps, row_taps, ch, tile,
                      interpret=_interpret_params() if interpret else None)
     out = kernel(xp)

@@ -47,6 +47,22 @@ def test_asymmetric_weights_and_zero_taps(rng):
     np.testing.assert_allclose(got, _reference(x, col, row, "reflect", 0.0), atol=2e-6, rtol=0)
 
 
+def test_weights_that_are_all_zero_give_zeros(monkeypatch, rng):
+    """A derivative folded onto an image one pixel tall has no weight left (``[-1, 0, 1]`` in
+    reflect mode on one row: 0); the kernel had no sum to write and failed to trace on an
+    H200 (``edges`` of a 1x1 image, planned as on a GPU here)."""
+    from imgproc.filters import convolution
+
+    x = rng.random((1, 1, 1, 3), dtype=np.float32)
+    for col, row in ((np.zeros(3), np.array([1.0, 2.0, 1.0])), (np.array([1.0, 2.0, 1.0]), np.zeros(1))):
+        got = np.asarray(_pallas.correlate_fused(x, col, row, mode="reflect", cval=0.0, interpret=True))
+        np.testing.assert_array_equal(got, np.zeros_like(x))
+    monkeypatch.setattr(convolution, "auto_method", lambda *a, **k: convolution.FUSED_IF_IT_FITS)
+    f = jax.jit(lambda v: imgproc.edges(v, mode="reflect", layout="NHWC"))
+    exported = jax.export.export(f, platforms=["cuda"])(jax.ShapeDtypeStruct((1, 1, 1, 3), jnp.uint8))
+    assert exported.out_avals[0].shape == (1, 1, 1, 3)
+
+
 def test_no_races_and_no_uninitialised_reads(monkeypatch, rng):
     """The interpreter's race detector watches the TMA copies against the kernel's loads and
     stores (it reports a race when the barrier wait is left out); unwritten shared memory
