@@ -54,7 +54,7 @@ export XLA_PYTHON_CLIENT_PREALLOCATE=false
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PY" -c "import sys, jax, imgproc, imgproc.kernels, imgproc.cli; print('python', sys.version.split()[0], 'jax', jax.__version__, jax.default_backend(), jax.devices()); print('imgproc from', imgproc.__file__)"
   for m in pytest xdist hypothesis scipy skimage cv2 PIL pywt ml_dtypes torch torchvision grain; do
-    "$PY" -c "import $m" 2>/dev/null && echo "have $m" || echo "MISSING $m"
+    "$PY" -c "import $m; print('have $m', getattr($m, '__version__', ''))" 2>/dev/null || echo "MISSING $m"
   done
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
