@@ -19,6 +19,7 @@ import click
 
 from imgproc.errors import InputError, OutputError
 from imgproc.io.codec import output_format, same_file
+from imgproc.io.interrupts import at_leave
 from imgproc.io.run_options import RunOptions, output_extension
 
 # Files picked from a folder (the format itself is then read from the bytes).
@@ -189,29 +190,36 @@ def removed_if_left_empty(out):
     """Run the block; afterwards, when the block created the folder ``out`` (and any
     missing folders above it) and it holds no file, remove those folders again: a run
     that wrote nothing (every input failed, ``--fail-fast`` at the first, Ctrl-C) leaves
-    no empty output folder behind. Only empty folders are removed (``os.rmdir``), so a
-    file written meanwhile, by this run or another, keeps its folder."""
+    no empty output folder behind, also when Ctrl-C ends the command with ``os._exit``
+    (:class:`imgproc.io.interrupts.at_leave`). Only empty folders are removed
+    (``os.rmdir``), so a file written meanwhile, by this run or another, keeps its folder."""
     out = Path(os.path.abspath(out))
     top = None  # the highest folder that does not exist yet
     p = out
     while not os.path.lexists(p) and p != p.parent:
         top, p = p, p.parent
+
+    def remove_if_empty():
+        if top is None or not out.is_dir():
+            return
+        for folder, _, _ in sorted(os.walk(out), key=lambda w: -len(w[0])):  # the deepest first
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+        p = out.parent
+        while top in (p, *p.parents):
+            try:
+                os.rmdir(p)
+            except OSError:
+                break
+            p = p.parent
+
     try:
-        yield
+        with at_leave(remove_if_empty):  # also when Ctrl-C ends the command with os._exit
+            yield
     finally:
-        if top is not None and out.is_dir():
-            for folder, _, _ in sorted(os.walk(out), key=lambda w: -len(w[0])):  # the deepest first
-                try:
-                    os.rmdir(folder)
-                except OSError:
-                    pass
-            p = out.parent
-            while top in (p, *p.parents):
-                try:
-                    os.rmdir(p)
-                except OSError:
-                    break
-                p = p.parent
+        remove_if_empty()
 
 
 def check_output_folder(out: Path):

@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 
-__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts", "remove_writing", "writing"]
+__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts", "at_leave", "remove_writing", "writing"]
 
 # seconds a run has, after Ctrl-C or SIGTERM, to reach a safe point before the command
 # leaves anyway (Interrupts.hard_exit): a decode or a computation may last minutes
@@ -48,6 +48,40 @@ def remove_writing() -> None:
         try:
             os.unlink(path)
         except OSError:
+            pass
+
+
+# cleanups registered with at_leave (a run's output folder, removed if it holds no file):
+# a hard exit runs them after removing the temporary files in flight
+_AT_LEAVE: list = []
+
+
+class at_leave:
+    """``with at_leave(cleanup): ...``: while the block runs, a command that leaves with
+    ``os._exit`` (:meth:`Interrupts._leave`) calls ``cleanup()`` first, as the block's own
+    ``finally`` would have; errors in it are ignored there."""
+
+    def __init__(self, cleanup):
+        self.cleanup = cleanup
+
+    def __enter__(self):
+        with _WRITING_LOCK:
+            _AT_LEAVE.append(self.cleanup)
+        return self
+
+    def __exit__(self, *exc):
+        with _WRITING_LOCK:
+            _AT_LEAVE.remove(self.cleanup)
+        return False
+
+
+def _run_at_leave() -> None:
+    with _WRITING_LOCK:
+        cleanups = list(reversed(_AT_LEAVE))
+    for cleanup in cleanups:
+        try:
+            cleanup()
+        except Exception:  # noqa: BLE001 - leaving anyway; the exit code says it was interrupted
             pass
 
 
@@ -129,9 +163,11 @@ class Interrupts:
     def _leave(self):
         """Exit with 130 from the watcher thread: the run did not reach a safe point in
         time. Outputs are whole or absent: the temporary files of writes in flight are
-        removed first (:class:`writing`)."""
+        removed first (:class:`writing`), then a folder the run created and left empty
+        (:class:`at_leave`)."""
         try:
             remove_writing()
+            _run_at_leave()
             if self.last_words is not None:
                 self.last_words()
             else:

@@ -179,6 +179,22 @@ def test_a_command_that_leaves_mid_write_removes_its_temporary_file(tmp_path):
     assert not tmp.exists()
 
 
+def test_a_command_that_leaves_removes_the_output_folder_it_created_and_left_empty(tmp_path):
+    """The hard exit (Interrupts._leave, Ctrl-C with no safe point in time) runs the
+    cleanups of removed_if_left_empty: the folders a run created and wrote nothing into
+    go, a folder holding a file stays."""
+    empty, kept = tmp_path / "new" / "out", tmp_path / "kept"
+    code = ("import os; from imgproc.io.folder_plan import removed_if_left_empty\n"
+            "from imgproc.io.interrupts import INTERRUPTS\n"
+            f"with removed_if_left_empty({str(empty)!r}), removed_if_left_empty({str(kept)!r}):\n"
+            f"    os.makedirs({str(empty)!r}); os.makedirs({str(kept)!r})\n"
+            f"    open(os.path.join({str(kept)!r}, 'a.png'), 'wb').close()\n"
+            "    INTERRUPTS._leave()\n")
+    run = subprocess.run([sys.executable, "-c", code], env=python_env(), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 130 and "interrupted" in run.stderr
+    assert os.listdir(tmp_path) == ["kept"] and os.listdir(kept) == ["a.png"]
+
+
 @pytest.mark.parametrize(
     "make, error, match",
     [
