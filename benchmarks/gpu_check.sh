@@ -21,6 +21,9 @@
 #          gpu.py (RESULTS_GPU.md rows), gpu_denoise.py (about 8 minutes in all).
 #   all    tests, then bench (the default). A device lease of 15 minutes holds the tests
 #          and a rerun, or the tests and the benchmarks: run `tests` first.
+# WHEELS=DIR installs DIR's wheels (no index, no dependencies) into a folder put first on
+# PYTHONPATH: packages the machine lacks or has too old (on the H200 machine: simplejpeg,
+# imagecodecs, PyWavelets, grain, and Pillow >= 13, pyproject.toml's floor).
 # PYTHON (default python3) is the interpreter. GPU_CHECK_ANY_BACKEND=1 runs on whatever
 # backend JAX has (a dry run of this script on a CPU machine).
 # Exit status: pytest's (0 all passed, 1 failures, 124 stopped at TESTS_S), 2 no GPU or no
@@ -44,6 +47,12 @@ trap 'rm -rf "$site"' EXIT
 mkdir "$site/imgproc"
 ln -s "$root"/imgproc/* "$site/imgproc/"
 for sub in kernels cli docs; do ln -s "$root/$sub" "$site/imgproc/$sub"; done
+if [ -n "${WHEELS:-}" ]; then
+  mkdir "$site/wheels"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site/wheels" "$WHEELS"/*.whl \
+    || { echo "could not install the wheels in $WHEELS" >&2; exit 2; }
+  PYTHONPATH=$site/wheels${PYTHONPATH:+:$PYTHONPATH}
+fi
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} PYTHONSAFEPATH=1 PYTHONUNBUFFERED=1
 # several pytest processes share one GPU: each allocates what it uses, not 75 % up front
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
