@@ -19,7 +19,7 @@ import click
 
 from imgproc.cli._group import ImgprocGroup
 from imgproc.cli._options import EXIT_CODES, FiniteFloatRange, MODES, io_options, mode_option
-from imgproc.io.interrupts import INTERRUPTS, remove_writing
+from imgproc.io.interrupts import INTERRUPTS, run_at_leave
 from imgproc.io.run_options import RunOptions, output_extension
 
 __all__ = ["cli", "main", "EXIT_CODES", "MODES", "RunOptions", "io_options", "mode_option", "output_extension",
@@ -71,8 +71,8 @@ def _run(pipe, opts, *, key=None) -> int:
 def _leave(code):
     """Exit with ``code`` without the interpreter's shutdown, which can crash while XLA
     threads still work (after an interrupt everything is cleaned up and reported; a write
-    still in flight has its temporary file removed)."""
-    remove_writing()
+    still in flight has its temporary file removed, :func:`run_at_leave`)."""
+    run_at_leave()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -8,79 +8,64 @@ import os
 import signal
 import threading
 
-__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts", "at_leave", "remove_writing", "writing"]
+__all__ = ["GRACE_S", "INTERRUPTS", "Interrupts", "at_leave", "run_at_leave", "writing"]
 
 # seconds a run has, after Ctrl-C or SIGTERM, to reach a safe point before the command
 # leaves anyway (Interrupts.hard_exit): a decode or a computation may last minutes
 GRACE_S = 1.0
 
 
-# temporary files being written now (imgproc.io.codec.write_atomically): a hard exit
-# removes them, so it leaves no partial output behind
-_WRITING: set = set()
-_WRITING_LOCK = threading.Lock()
-
-
-class writing:
-    """``with writing(tmp): ...``: ``tmp`` is a temporary file in flight while the block
-    runs; :func:`remove_writing` removes it if the command leaves before the block ends."""
-
-    def __init__(self, path):
-        self.path = os.fspath(path)
-
-    def __enter__(self):
-        with _WRITING_LOCK:
-            _WRITING.add(self.path)
-        return self
-
-    def __exit__(self, *exc):
-        with _WRITING_LOCK:
-            _WRITING.discard(self.path)
-        return False
-
-
-def remove_writing() -> None:
-    """Remove the temporary files of the writes in flight (:class:`writing`): for a command
-    that leaves with ``os._exit``, whose writer threads do not get to clean up."""
-    with _WRITING_LOCK:
-        paths = list(_WRITING)
-    for path in paths:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-# cleanups registered with at_leave (a run's output folder, removed if it holds no file):
-# a hard exit runs them after removing the temporary files in flight
+# the open ``at_leave`` blocks, oldest first: what a command that leaves with os._exit
+# still has to clean up (temporary files being written, a run's output folder)
 _AT_LEAVE: list = []
+_AT_LEAVE_LOCK = threading.Lock()
 
 
 class at_leave:
     """``with at_leave(cleanup): ...``: while the block runs, a command that leaves with
-    ``os._exit`` (:meth:`Interrupts._leave`) calls ``cleanup()`` first, as the block's own
-    ``finally`` would have; errors in it are ignored there."""
+    ``os._exit`` (:func:`run_at_leave`: :meth:`Interrupts._leave`, ``imgproc.cli``'s exit
+    after an interrupt) calls ``cleanup()`` first, as the block's own ``finally`` would
+    have; errors in it are ignored there."""
 
     def __init__(self, cleanup):
         self.cleanup = cleanup
 
     def __enter__(self):
-        with _WRITING_LOCK:
-            _AT_LEAVE.append(self.cleanup)
+        with _AT_LEAVE_LOCK:
+            _AT_LEAVE.append(self)
         return self
 
     def __exit__(self, *exc):
-        with _WRITING_LOCK:
-            _AT_LEAVE.remove(self.cleanup)
+        with _AT_LEAVE_LOCK:
+            _AT_LEAVE.remove(self)
         return False
 
 
-def _run_at_leave() -> None:
-    with _WRITING_LOCK:
-        cleanups = list(reversed(_AT_LEAVE))
-    for cleanup in cleanups:
+class writing(at_leave):
+    """``with writing(tmp): ...``: ``tmp`` is a temporary file in flight while the block
+    runs (:func:`imgproc.io.codec.write_atomically`); a command that leaves before the
+    block ends removes it, so it leaves no partial output behind."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        super().__init__(self._remove)
+
+    def _remove(self):
         try:
-            cleanup()
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def run_at_leave() -> None:
+    """Run the cleanups of the :class:`at_leave` blocks still open, the newest first (a
+    write's temporary file goes before the output folder it is in is found empty): for a
+    command that leaves with ``os._exit``, whose threads do not get to clean up."""
+    with _AT_LEAVE_LOCK:
+        blocks = list(reversed(_AT_LEAVE))
+    for block in blocks:
+        try:
+            block.cleanup()
         except Exception:  # noqa: BLE001 - leaving anyway; the exit code says it was interrupted
             pass
 
@@ -164,10 +149,9 @@ class Interrupts:
         """Exit with 130 from the watcher thread: the run did not reach a safe point in
         time. Outputs are whole or absent: the temporary files of writes in flight are
         removed first (:class:`writing`), then a folder the run created and left empty
-        (:class:`at_leave`)."""
+        (:func:`run_at_leave`)."""
         try:
-            remove_writing()
-            _run_at_leave()
+            run_at_leave()
             if self.last_words is not None:
                 self.last_words()
             else:

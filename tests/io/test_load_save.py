@@ -157,12 +157,12 @@ def test_a_write_in_flight_is_known_until_it_ends(tmp_path, monkeypatch):
     seen = []
 
     def fsync(fd):
-        seen.extend(p for p in interrupts._WRITING if p.endswith(codec.TEMP_SUFFIX))
+        seen.extend(w.path for w in interrupts._AT_LEAVE if isinstance(w, interrupts.writing))
 
     monkeypatch.setattr(codec.os, "fsync", fsync)
     codec.write_atomically(tmp_path / "a.bin", b"data")
     assert len(seen) == 1 and os.path.dirname(seen[0]) == str(tmp_path)
-    assert not interrupts._WRITING and os.listdir(tmp_path) == ["a.bin"]
+    assert not interrupts._AT_LEAVE and os.listdir(tmp_path) == ["a.bin"]
 
 
 def test_a_command_that_leaves_mid_write_removes_its_temporary_file(tmp_path):
