@@ -443,8 +443,9 @@ def test_a_signal_while_a_batch_computes_writes_none_of_it(tmp_path, samples, mo
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_interrupts_while_compiling_always_end_with_130(signame, tmp_path):
     """Issue 17, item 1: a signal that arrives while XLA compiles (the compilation cache off)
-    ends the run with 130 and a partial summary, never a crash, a swallowed interrupt or a
-    temporary file. Repeated, at varying moments after the run has started."""
+    ends the run with 130 and a partial summary, never a crash, a swallowed interrupt, a
+    temporary file or an empty output folder. Repeated, at varying moments after the run
+    has started."""
     import random
 
     exe = Path(sys.executable).with_name("imgproc")
@@ -472,6 +473,7 @@ def test_interrupts_while_compiling_always_end_with_130(signame, tmp_path):
         assert "Traceback" not in text and "Fatal Python error" not in text
         assert "interrupted" in text
         assert not list(out.rglob("*.imgproc-tmp"))
+        assert not out.exists() or any(out.iterdir()), "the run left its output folder empty"
         interrupted += 1
     assert interrupted >= 2  # the signals did arrive mid-run
 
